@@ -1,0 +1,1 @@
+"""The packager: slim, quantize and partition passes over ONNX graphs."""

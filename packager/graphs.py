@@ -1,0 +1,39 @@
+"""Walking graphs and their If/Loop/Scan bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import onnx
+import onnx_ir as ir
+
+
+def iter_graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
+    """Yield `graph` and every subgraph nested in its nodes' attributes, outermost first."""
+    yield graph
+    for node in list(graph):
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield from iter_graphs(attr.as_graph())
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub in attr.as_graphs():
+                    yield from iter_graphs(sub)
+
+
+def iter_graph_protos(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """Yield `graph` and every nested subgraph of a protobuf graph."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from iter_graph_protos(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from iter_graph_protos(sub)
+
+
+def count_nodes(model: onnx.ModelProto | ir.Model) -> int:
+    """Nodes in the main graph and all subgraphs, Constant nodes included."""
+    if isinstance(model, ir.Model):
+        return sum(len(g) for g in iter_graphs(model.graph))
+    return sum(len(g.node) for g in iter_graph_protos(model.graph))

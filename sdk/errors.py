@@ -20,5 +20,5 @@ class EdgepackError(Exception):
             text += f" (at {self.where})"
         text += "."
         if self.fix:
-            text += " " + self.fix.rstrip(".") + "."
+            text += " " + self.fix[:1].upper() + self.fix[1:].rstrip(".") + "."
         return text

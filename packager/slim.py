@@ -1,0 +1,81 @@
+"""The slim pipeline: library passes first, then edgepack's own passes until the graph stops shrinking."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import onnx
+import onnx_ir as ir
+
+from .graphs import count_nodes
+from .passes import PASSES
+
+LIBRARY_PIPELINE = ("onnxscript-optimizer", "onnxslim")
+OWN_PIPELINE = (
+    "constant-to-initializer",
+    "noop-elimination",
+    "cse",
+    "dedupe-initializers",
+    "dead-code",
+    "fold-conv-bn",
+    "fold-conv-mul-add",
+    "matmul-add-to-gemm",
+)
+MAX_ROUNDS = 4
+
+
+@dataclass
+class PassRecord:
+    name: str
+    nodes_before: int
+    nodes_after: int
+    seconds: float = 0.0
+    status: str = "ok"
+    """`ok`, or `skipped` when the pass failed and the model before it was kept."""
+    note: str = ""
+
+    def as_manifest(self) -> dict[str, object]:
+        """Deterministic fields only: bundles must be byte-identical across builds."""
+        entry: dict[str, object] = {"name": self.name, "nodes_before": self.nodes_before,
+                                    "nodes_after": self.nodes_after, "status": self.status}
+        if self.note:
+            entry["note"] = self.note
+        return entry
+
+
+def slim(model: onnx.ModelProto, on_pass: Callable[[str], None] | None = None
+         ) -> tuple[onnx.ModelProto, list[PassRecord]]:
+    """Slim `model`; outputs stay equal to the source's. A pass that fails is skipped, never fatal."""
+    records: dict[str, PassRecord] = {}
+    current = model
+    for name in LIBRARY_PIPELINE:
+        current = _run(name, current, records, on_pass)
+    for _ in range(MAX_ROUNDS):
+        before = count_nodes(current)
+        for name in OWN_PIPELINE:
+            current = _run(name, current, records, on_pass)
+        if count_nodes(current) >= before:
+            break
+    return current, list(records.values())
+
+
+def _run(name: str, model: onnx.ModelProto, records: dict[str, PassRecord],
+         on_pass: Callable[[str], None] | None) -> onnx.ModelProto:
+    if on_pass:
+        on_pass(name)
+    nodes_before = count_nodes(model)
+    record = records.setdefault(name, PassRecord(name, nodes_before, nodes_before))
+    apply = PASSES[name].apply
+    start = time.perf_counter()
+    try:
+        result = ir.to_proto(apply(ir.from_proto(model)))
+        onnx.checker.check_model(result)
+    except Exception as exc:  # a library pass may fail on a model; the model before it stays valid
+        record.status = "skipped"
+        record.note = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+        result = model
+    record.seconds += time.perf_counter() - start
+    record.nodes_after = count_nodes(result)
+    return result

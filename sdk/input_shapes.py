@@ -1,0 +1,71 @@
+"""Parse `--input-shape NAME=1,3,224,224` and pin input shapes (and named symbolic dims) in a model."""
+
+from __future__ import annotations
+
+import onnx
+
+from .errors import EdgepackError
+
+FIX = "write it as NAME=D1,D2,... with positive integers, e.g. --input-shape x=1,3,224,224"
+
+
+def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, sep, dims = spec.partition("=")
+        if not sep or not name.strip():
+            raise EdgepackError(f"bad --input-shape {spec!r}: no input name before '='", fix=FIX)
+        try:
+            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+        except ValueError:
+            raise EdgepackError(f"bad --input-shape {spec!r}: dimensions must be integers", fix=FIX) from None
+        if not shape or any(d <= 0 for d in shape):
+            raise EdgepackError(f"bad --input-shape {spec!r}: dimensions must be positive integers", fix=FIX)
+        if name.strip() in shapes:
+            raise EdgepackError(f"--input-shape names input {name.strip()!r} twice", fix="give each input once")
+        shapes[name.strip()] = shape
+    return shapes
+
+
+def _real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    initializers = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
+def pin_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], dims: dict[str, int]) -> list[str]:
+    """Fix input dims in place; returns a description of each pin made. Contradictions are errors."""
+    inputs = {i.name: i for i in _real_inputs(model)}
+    pinned: list[str] = []
+    for name, shape in shapes.items():
+        info = inputs.get(name)
+        if info is None:
+            raise EdgepackError(f"--input-shape names {name!r}, which is not an input of the model",
+                                fix=f"the model's inputs are: {', '.join(inputs) or 'none'}")
+        tensor_shape = info.type.tensor_type.shape
+        if info.type.tensor_type.HasField("shape") and len(tensor_shape.dim) != len(shape):
+            raise EdgepackError(
+                f"input {name!r} has rank {len(tensor_shape.dim)} ({_show(info)}) but --input-shape gives "
+                f"{len(shape)} dimensions", where=f"input {name!r}",
+                fix=f"give exactly {len(tensor_shape.dim)} dimensions")
+        for axis, (dim, value) in enumerate(zip(tensor_shape.dim, shape)):
+            if dim.HasField("dim_value") and dim.dim_value > 0 and dim.dim_value != value:
+                raise EdgepackError(
+                    f"input {name!r} has the fixed size {dim.dim_value} on axis {axis} ({_show(info)}) but "
+                    f"--input-shape gives {value}", where=f"input {name!r}",
+                    fix="change only the dynamic (named or -1) dimensions")
+        tensor_shape.Clear()
+        for value in shape:
+            tensor_shape.dim.add().dim_value = value
+        pinned.append(f"{name}={','.join(map(str, shape))}")
+    for info in inputs.values():
+        for dim in info.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param") and dim.dim_param in dims:
+                param = dim.dim_param
+                dim.dim_value = dims[param]
+                pinned.append(f"{info.name}:{param}={dims[param]}")
+    return pinned
+
+
+def _show(info: onnx.ValueInfoProto) -> str:
+    dims = [d.dim_param or (str(d.dim_value) if d.dim_value else "?") for d in info.type.tensor_type.shape.dim]
+    return "[" + ", ".join(dims) + "]"

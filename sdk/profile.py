@@ -1,0 +1,189 @@
+"""Device profiles: TOML files with a validated schema. `load_profile("iphone")` or a path to a .toml."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import EdgepackError
+
+TARGETS = ("generic", "web", "ios", "android", "embedded", "openvino")
+PROVIDERS = ("reference", "cpu", "neon", "wasm", "webgpu", "openvino", "coreml")
+WEIGHT_PRECISIONS = ("fp32", "fp16", "int8", "int4")
+ACTIVATION_PRECISIONS = ("fp32", "fp16", "int8")
+MIN_OPSET, MAX_OPSET = 7, 23
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    target: str
+    providers: tuple[str, ...]
+    weights: str = "fp32"
+    activations: str = "fp32"
+    opset_min: int = MIN_OPSET
+    opset_max: int = MAX_OPSET
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Shapes pinned per input name."""
+    dims: dict[str, int] = field(default_factory=dict)
+    """Symbolic dimensions pinned by name wherever they appear (e.g. batch = 1)."""
+    bundle_mb: float | None = None
+    peak_memory_mb: float | None = None
+    min_cosine: float = 0.999
+    max_abs_diff: float | None = None
+    source: str = ""
+    """Where the profile was read from: `builtin:NAME` or a file path."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The profile as it is written into a bundle manifest."""
+        return {
+            "name": self.name,
+            "target": self.target,
+            "providers": list(self.providers),
+            "precision": {"weights": self.weights, "activations": self.activations},
+            "opset": {"min": self.opset_min, "max": self.opset_max},
+            "shapes": {"inputs": {k: list(v) for k, v in self.input_shapes.items()}, "dims": dict(self.dims)},
+            "budgets": {"bundle_mb": self.bundle_mb, "peak_memory_mb": self.peak_memory_mb},
+            "fidelity": {"min_cosine": self.min_cosine, "max_abs_diff": self.max_abs_diff},
+        }
+
+
+# The schema: table -> key -> (checker, description of allowed values).
+def _one_of(options: tuple[str, ...]):
+    return (lambda v: isinstance(v, str) and v in options), "one of " + ", ".join(repr(o) for o in options)
+
+
+def _providers(v: Any) -> bool:
+    return isinstance(v, list) and len(v) > 0 and all(isinstance(p, str) and p in PROVIDERS for p in v) \
+        and len(set(v)) == len(v)
+
+
+def _opset(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and MIN_OPSET <= v <= MAX_OPSET
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+
+
+def _fraction(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1
+
+
+def _shape_table(v: Any) -> bool:
+    return isinstance(v, dict) and all(
+        isinstance(s, list) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in s)
+        for s in v.values())
+
+
+def _dim_table(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in v.values())
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and len(v) > 0
+
+
+SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
+    "": {
+        "name": (_text, "a non-empty string"),
+        "description": (_text, "a non-empty string"),
+        "target": _one_of(TARGETS),
+        "providers": (_providers, "a non-empty list without repeats of " + ", ".join(repr(p) for p in PROVIDERS)),
+    },
+    "precision": {"weights": _one_of(WEIGHT_PRECISIONS), "activations": _one_of(ACTIVATION_PRECISIONS)},
+    "opset": {"min": (_opset, f"an integer from {MIN_OPSET} to {MAX_OPSET}"),
+              "max": (_opset, f"an integer from {MIN_OPSET} to {MAX_OPSET}")},
+    "shapes": {"inputs": (_shape_table, "a table of input name = [positive integers]"),
+               "dims": (_dim_table, "a table of symbolic dimension name = positive integer")},
+    "budgets": {"bundle_mb": (_positive, "a positive number"), "peak_memory_mb": (_positive, "a positive number")},
+    "fidelity": {"min_cosine": (_fraction, "a number from 0 to 1"), "max_abs_diff": (_positive, "a positive number")},
+}
+REQUIRED = ("name", "target", "providers")
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.name.removesuffix(".toml") for p in resources.files("edgepack").joinpath("profiles").iterdir()
+                  if p.name.endswith(".toml"))
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """A built-in profile by name, or a profile from a .toml file."""
+    text, source = _read(name_or_path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise EdgepackError(f"the profile is not valid TOML: {exc}", where=source,
+                            fix="fix the TOML syntax (see the built-in profiles in edgepack/profiles/)") from exc
+    return _validate(data, source)
+
+
+def _read(name_or_path: str | Path) -> tuple[str, str]:
+    text_name = str(name_or_path)
+    if text_name.endswith(".toml") or "/" in text_name or isinstance(name_or_path, Path):
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise EdgepackError(f"profile file {str(path)!r} does not exist", where=str(path.absolute()),
+                                fix=f"pass an existing .toml file or a built-in profile name: {', '.join(builtin_names())}")
+        return path.read_text(encoding="utf-8"), str(path)
+    if text_name not in builtin_names():
+        raise EdgepackError(f"unknown profile {text_name!r}",
+                            fix=f"use a built-in profile ({', '.join(builtin_names())}) or a path to a .toml file; "
+                                "`edgepack profiles` lists them")
+    resource = resources.files("edgepack").joinpath("profiles", f"{text_name}.toml")
+    return resource.read_text(encoding="utf-8"), f"builtin:{text_name}"
+
+
+def _validate(data: dict[str, Any], source: str) -> Profile:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in SCHEMA and key != "":
+            if not isinstance(value, dict):
+                raise EdgepackError(f"profile key [{key}] must be a table", where=source,
+                                    fix=f"write it as a [{key}] section with keys {', '.join(SCHEMA[key])}")
+            for sub, sub_value in value.items():
+                _check(SCHEMA[key], sub, sub_value, f"{key}.{sub}", source)
+                flat[f"{key}.{sub}"] = sub_value
+        else:
+            _check(SCHEMA[""], key, value, key, source)
+            flat[key] = value
+    for key in REQUIRED:
+        if key not in flat:
+            raise EdgepackError(f"profile has no {key!r}", where=source, fix=f"add `{key} = ...` at the top level")
+    opset_min = flat.get("opset.min", MIN_OPSET)
+    opset_max = flat.get("opset.max", MAX_OPSET)
+    if opset_min > opset_max:
+        raise EdgepackError(f"profile opset.min ({opset_min}) is above opset.max ({opset_max})", where=source,
+                            fix="make opset.min <= opset.max")
+    return Profile(
+        name=flat["name"],
+        description=flat.get("description", ""),
+        target=flat["target"],
+        providers=tuple(flat["providers"]),
+        weights=flat.get("precision.weights", "fp32"),
+        activations=flat.get("precision.activations", "fp32"),
+        opset_min=opset_min,
+        opset_max=opset_max,
+        input_shapes={k: tuple(v) for k, v in flat.get("shapes.inputs", {}).items()},
+        dims=dict(flat.get("shapes.dims", {})),
+        bundle_mb=flat.get("budgets.bundle_mb"),
+        peak_memory_mb=flat.get("budgets.peak_memory_mb"),
+        min_cosine=flat.get("fidelity.min_cosine", 0.999),
+        max_abs_diff=flat.get("fidelity.max_abs_diff"),
+        source=source,
+    )
+
+
+def _check(table: dict[str, tuple[Any, str]], key: str, value: Any, dotted: str, source: str) -> None:
+    if key not in table:
+        allowed = [k for k in table] + ([f"[{t}]" for t in SCHEMA if t] if table is SCHEMA[""] else [])
+        raise EdgepackError(f"unknown profile key {dotted!r}", where=source,
+                            fix=f"allowed keys here are: {', '.join(allowed)}")
+    check, allowed_values = table[key]
+    if not check(value):
+        raise EdgepackError(f"profile key {dotted!r} has the bad value {value!r}", where=source,
+                            fix=f"it must be {allowed_values}")

@@ -109,7 +109,11 @@ def _stage(report: BuildReport, progress: Reporter, name: str) -> Iterator[Any]:
     summary: list[str] = []
     progress.start(name)
     start = time.perf_counter()
-    yield summary.append
+    try:
+        yield summary.append
+    except BaseException:
+        progress.fail(name)
+        raise
     seconds = time.perf_counter() - start
     report.stages.append(StageRecord(name, seconds, summary[-1] if summary else ""))
     progress.finish(name, seconds, summary[-1] if summary else "")

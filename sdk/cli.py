@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -45,6 +46,10 @@ class RichReporter:
     def finish(self, stage: str, seconds: float, summary: str) -> None:
         self.progress.update(self.task, description=self._line(summary), completed=1)
 
+    def fail(self, stage: str) -> None:
+        self.progress.update(self.task, description=self._line("[red]failed[/]"))
+        self.progress.stop_task(self.task)
+
     def _line(self, detail: str) -> str:
         return f"[bold]{self.stage:<9}[/] {detail}".rstrip()
 
@@ -71,7 +76,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                   else json.dumps(report.fidelity))
     table.add_row("time", "", f"{sum(s.seconds for s in report.stages):.2f} s")
     stdout.print(table)
-    stdout.print(f"bundle: [bold]{result.bundle_dir}[/]")
+    stdout.print(f"bundle: [bold]{escape(str(result.bundle_dir))}[/]")
     return 0
 
 
@@ -100,17 +105,17 @@ def _print_values(title: str, values: list[dict[str, Any]]) -> None:
     for column in ("name", "dtype", "shape"):
         table.add_column(column)
     for value in values:
-        table.add_row(value["name"], value["dtype"], _shape(value))
+        table.add_row(escape(value["name"]), value["dtype"], escape(_shape(value)))
     stdout.print(table)
 
 
 def _print_model(info: dict[str, Any]) -> None:
-    summary = Table(title=f"model {info['path']}", title_justify="left", show_header=False)
+    summary = Table(title=f"model {escape(info['path'])}", title_justify="left", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("IR version", str(info["ir_version"]))
     summary.add_row("opsets", ", ".join(f"{d} {v}" for d, v in info["opsets"].items()))
-    summary.add_row("producer", info["producer"] or "-")
+    summary.add_row("producer", escape(info["producer"]) or "-")
     summary.add_row("nodes", f"{info['nodes']} ({info['subgraphs']} subgraphs included)")
     summary.add_row("parameters", f"{info['parameters']:,} ({info['parameter_bytes']:,} bytes)")
     summary.add_row("file", f"{info['bytes']:,} bytes, sha256 {info['sha256'][:16]}...")
@@ -125,20 +130,20 @@ def _print_model(info: dict[str, Any]) -> None:
     ops.add_column("op")
     ops.add_column("count", justify="right")
     for op, count in info["ops"].items():
-        ops.add_row(op, str(count))
+        ops.add_row(escape(op), str(count))
     stdout.print(ops)
 
 
 def _print_bundle(info: dict[str, Any]) -> None:
     manifest = info["manifest"]
     source = manifest["source"]
-    summary = Table(title=f"bundle {info['path']}", title_justify="left", show_header=False)
+    summary = Table(title=f"bundle {escape(info['path'])}", title_justify="left", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("format", f"{manifest['format']} v{manifest['format_version']} "
                               f"(edgepack {manifest['edgepack_version']})")
     summary.add_row("profile", f"{manifest['profile']['name']} (target {manifest['target']})")
-    summary.add_row("source", f"{source['file']}: {source['nodes']} nodes, {source['bytes']:,} bytes, "
+    summary.add_row("source", f"{escape(source['file'])}: {source['nodes']} nodes, {source['bytes']:,} bytes, "
                               f"sha256 {source['sha256'][:16]}...")
     summary.add_row("quantization", f"weights {manifest['quantization']['weights']}, "
                                     f"activations {manifest['quantization']['activations']}")
@@ -153,14 +158,14 @@ def _print_bundle(info: dict[str, Any]) -> None:
     for column in ("id", "provider", "artefact", "nodes", "inputs", "outputs"):
         parts.add_column(column)
     for p in manifest["partitions"]:
-        parts.add_row(p["id"], p["provider"], p["artifact"], str(p["nodes"]), ", ".join(p["inputs"]),
-                      ", ".join(p["outputs"]))
+        parts.add_row(p["id"], p["provider"], escape(p["artifact"]), str(p["nodes"]), escape(", ".join(p["inputs"])),
+                      escape(", ".join(p["outputs"])))
     stdout.print(parts)
     arts = Table(title="artefacts (sha256 checked)", title_justify="left")
     for column in ("path", "bytes", "sha256"):
         arts.add_column(column, justify="right" if column == "bytes" else "left")
     for path, a in manifest["artifacts"].items():
-        arts.add_row(path, f"{a['bytes']:,}", a["sha256"][:16] + "...")
+        arts.add_row(escape(path), f"{a['bytes']:,}", a["sha256"][:16] + "...")
     stdout.print(arts)
 
 
@@ -205,7 +210,7 @@ def cmd_samples(args: argparse.Namespace) -> int:
     for column in ("name", "kind", "path"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["name"], row["kind"], row["path"])
+        table.add_row(row["name"], row["kind"], escape(row["path"]))
     stdout.print(table)
     return 0
 
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     except EdgepackError as exc:
         if args.debug:
             traceback.print_exc()
-        stderr.print(f"[bold red]error:[/] {_escape(exc.paragraph())}")
+        stderr.print(f"[bold red]error:[/] {escape(exc.paragraph())}")
         return exc.exit_code
     except KeyboardInterrupt:
         stderr.print("[bold red]interrupted[/]")
@@ -262,15 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        stderr.print(f"[bold red]internal error:[/] {_escape(f'{type(exc).__name__}: {exc}')}. This is a bug in "
+        stderr.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')}. This is a bug in "
                      "edgepack: rerun with --debug for the traceback and report it.")
         return 70
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 if __name__ == "__main__":

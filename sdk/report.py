@@ -17,6 +17,8 @@ class Reporter(Protocol):
 
     def finish(self, stage: str, seconds: float, summary: str) -> None: ...
 
+    def fail(self, stage: str) -> None: ...
+
 
 class SilentReporter:
     def start(self, stage: str, detail: str = "") -> None:
@@ -26,6 +28,9 @@ class SilentReporter:
         pass
 
     def finish(self, stage: str, seconds: float, summary: str) -> None:
+        pass
+
+    def fail(self, stage: str) -> None:
         pass
 
 

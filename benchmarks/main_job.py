@@ -1,0 +1,55 @@
+"""The main job: build every sample model for every built-in profile, then benchmark the slimmer.
+
+Profiles whose target this version cannot build are reported as such, not skipped silently.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+import edgepack
+from edgepack import samples
+from edgepack.build import target_available
+from edgepack.profile import builtin_names
+
+
+def main() -> int:
+    console = Console(width=160)
+    table = Table(title="edgepack build: every sample model for every built-in profile", title_justify="left")
+    for column in ("profile", "model", "nodes", "bytes", "seconds", "result"):
+        table.add_column(column, justify="right" if column in ("nodes", "bytes", "seconds") else "left")
+    failures = 0
+    with tempfile.TemporaryDirectory() as out:
+        for profile_name in builtin_names():
+            profile = edgepack.load_profile(profile_name)
+            reason = target_available(profile)
+            if reason:
+                table.add_row(profile_name, "(all)", "", "", "", f"[yellow]not available: {reason}[/]")
+                continue
+            for name in samples.names():
+                sample = samples.SAMPLES[name]
+                with console.status(f"building {name} for {profile_name}"):
+                    try:
+                        result = edgepack.build(samples.path(name), profile, out, input_shapes=sample.shapes)
+                    except edgepack.EdgepackError as exc:
+                        failures += 1
+                        table.add_row(profile_name, name, "", "", "", f"[red]{exc}[/]")
+                        continue
+                r = result.report
+                table.add_row(profile_name, name, f"{r.source_nodes} -> {r.slim_nodes}",
+                              f"{r.source_bytes:,} -> {r.bundle_bytes:,}",
+                              f"{sum(s.seconds for s in r.stages):.2f}", "[green]ok[/]")
+    console.print(table)
+    bench = Path(__file__).with_name("slim_vs_peers.py")
+    code = subprocess.call([sys.executable, str(bench), "--repeat", "3"])
+    return 1 if failures or code else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

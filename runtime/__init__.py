@@ -1,0 +1,1 @@
+"""The runtime: Session and execution providers (reference, cpu, neon, wasm, webgpu, openvino, coreml)."""

@@ -1,0 +1,109 @@
+"""Building every sample model with the generic profile: equal outputs, fewer nodes than onnxslim, safe writes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxslim
+import pytest
+
+import edgepack
+from edgepack import samples
+from edgepack.packager.graphs import count_nodes
+from tests.oracle import run_onnxruntime
+
+ALL = samples.names()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, edgepack.BuildResult]:
+    out = tmp_path_factory.mktemp("dist")
+    return {name: edgepack.build(samples.path(name), "generic", out) for name in ALL}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_generic_build_keeps_outputs_within_1e_5(built: dict[str, edgepack.BuildResult], name: str) -> None:
+    feeds = samples.feeds(name)
+    expected = run_onnxruntime(samples.path(name), feeds)
+    actual = run_onnxruntime(built[name].bundle_dir / "model.onnx", feeds)
+    assert actual.keys() == expected.keys()
+    for key in expected:
+        assert actual[key].shape == expected[key].shape, key
+        np.testing.assert_allclose(actual[key], expected[key], rtol=0, atol=1e-5, err_msg=f"{name}:{key}")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_generic_build_has_no_more_nodes_than_onnxslim(built: dict[str, edgepack.BuildResult], name: str) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        peer = onnxslim.slim(onnx.load(samples.path(name)))
+    ours = onnx.load(built[name].bundle_dir / "model.onnx")
+    assert count_nodes(ours) <= count_nodes(peer)
+    assert all(p["status"] == "ok" for p in built[name].manifest["passes"]), built[name].manifest["passes"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_manifest_describes_the_bundle(built: dict[str, edgepack.BuildResult], name: str) -> None:
+    bundle = built[name].bundle_dir
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    source = onnx.load(samples.path(name))
+    assert manifest["format"] == "edgepack-bundle" and manifest["format_version"] == 1
+    assert manifest["source"]["nodes"] == count_nodes(source)
+    assert manifest["source"]["bytes"] == samples.path(name).stat().st_size
+    assert [o["name"] for o in manifest["outputs"]] == [o.name for o in source.graph.output]
+    assert sorted(manifest["artifacts"]) == ["model.onnx"]
+    assert manifest["artifacts"]["model.onnx"]["bytes"] == (bundle / "model.onnx").stat().st_size
+    partition = manifest["partitions"][0]
+    assert partition["nodes"] == count_nodes(onnx.load(bundle / "model.onnx"))
+
+
+def test_pinned_shapes_fold_shape_subgraphs(tmp_path: Path) -> None:
+    result = edgepack.build(samples.path("ppocr-rec"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 320)})
+    model = onnx.load(result.bundle_dir / "model.onnx")
+    ops = {n.op_type for n in model.graph.node}
+    assert "Shape" not in ops
+    assert result.manifest["inputs"][0]["shape"] == [1, 3, 48, 320]
+    feeds = samples.feeds("ppocr-rec")
+    expected = run_onnxruntime(samples.path("ppocr-rec"), feeds)
+    actual = run_onnxruntime(model, feeds)
+    for key in expected:
+        np.testing.assert_allclose(actual[key], expected[key], rtol=0, atol=1e-5)
+
+
+def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
+    first = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "a").bundle_dir
+    second = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "b").bundle_dir
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    for rel in files:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
+
+
+def test_failure_mid_build_leaves_no_partial_bundle_and_old_bundle_intact(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    old = edgepack.build(samples.path("tiny-cnn"), "generic", tmp_path).bundle_dir
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+
+    def explode(folder: Path, manifest: dict) -> None:
+        (folder / "manifest.json").write_text("{half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr("edgepack.build.write_manifest", explode)
+    with pytest.raises(OSError, match="disk full"):
+        edgepack.build(samples.path("tiny-cnn"), "generic", tmp_path, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [old.name]
+    assert {p.name: p.read_bytes() for p in old.iterdir()} == before
+
+
+def test_force_replaces_an_existing_bundle(tmp_path: Path) -> None:
+    bundle = edgepack.build(samples.path("tiny-cnn"), "generic", tmp_path).bundle_dir
+    (bundle / "stale.txt").write_text("left over")
+    again = edgepack.build(samples.path("tiny-cnn"), "generic", tmp_path, force=True).bundle_dir
+    assert again == bundle
+    assert not (bundle / "stale.txt").exists()
+    assert (bundle / "manifest.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [bundle.name]

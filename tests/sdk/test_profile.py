@@ -1,0 +1,74 @@
+"""Profiles: the built-ins load, a user's .toml works the same, and the schema names bad keys and values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgepack import EdgepackError, load_profile
+from edgepack.profile import builtin_names
+
+BUILTINS = ["android", "generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
+
+
+def test_builtin_profiles_are_all_there_and_valid() -> None:
+    assert builtin_names() == BUILTINS
+    for name in BUILTINS:
+        profile = load_profile(name)
+        assert profile.name == name
+        assert profile.providers
+        assert profile.opset_min <= profile.opset_max
+
+
+def test_iphone_profile_targets_coreml_first() -> None:
+    profile = load_profile("iphone")
+    assert (profile.target, profile.providers[0], profile.weights) == ("ios", "coreml", "fp16")
+    assert profile.dims == {"batch": 1}
+
+
+def test_user_profile_file(tmp_path: Path) -> None:
+    path = tmp_path / "board.toml"
+    path.write_text('name = "board"\ntarget = "generic"\nproviders = ["reference"]\n'
+                    '[shapes.inputs]\nx = [1, 3, 64, 64]\n[fidelity]\nmin_cosine = 0.99\n')
+    profile = load_profile(path)
+    assert profile.input_shapes == {"x": (1, 3, 64, 64)}
+    assert profile.min_cosine == 0.99
+    assert profile.source == str(path)
+
+
+@pytest.mark.parametrize(("body", "fragments"), [
+    ('name="p"\ntarget="generic"\nproviders=["reference"]\ncolour="red"\n',
+     ["unknown profile key 'colour'", "name, description, target, providers, [precision]"]),
+    ('name="p"\ntarget="generic"\nproviders=["reference"]\n[precision]\nweights="int3"\n',
+     ["'precision.weights' has the bad value 'int3'", "'fp32', 'fp16', 'int8', 'int4'"]),
+    ('name="p"\ntarget="generic"\nproviders=["tpu"]\n', ["'providers' has the bad value ['tpu']", "'coreml'"]),
+    ('name="p"\ntarget="generic"\nproviders=["reference"]\n[opset]\nmin=30\n', ["'opset.min'", "from 7 to 23"]),
+    ('name="p"\ntarget="generic"\nproviders=["reference"]\n[opset]\nmin=20\nmax=13\n', ["opset.min (20) is above"]),
+    ('name="p"\ntarget="generic"\n', ["profile has no 'providers'"]),
+    ('name="p"\ntarget="generic"\nproviders=["reference"]\n[shapes.inputs]\nx=[1,-3]\n', ["'shapes.inputs'"]),
+    ('name = \n', ["not valid TOML"]),
+])
+def test_bad_profiles_name_the_key_and_allowed_values(tmp_path: Path, body: str, fragments: list[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    with pytest.raises(EdgepackError) as info:
+        load_profile(path)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_unknown_builtin_name_lists_the_builtins() -> None:
+    with pytest.raises(EdgepackError, match="unknown profile 'ipone'.*generic, intel-nuc, iphone"):
+        load_profile("ipone")
+
+
+def test_profiles_command_marks_availability(cli) -> None:
+    import json
+
+    result = cli("profiles", "--json")
+    rows = {row["name"]: row for row in json.loads(result.out)}
+    assert sorted(rows) == BUILTINS
+    assert rows["generic"]["available"] is True
+    assert rows["iphone"]["available"] is False and "not built" in rows["iphone"]["unavailable_because"]

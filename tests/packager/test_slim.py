@@ -1,0 +1,53 @@
+"""The slim pipeline: passes in order, subgraphs slimmed too, a failing pass skipped with the model kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from edgepack import samples
+from edgepack.packager import slim as slim_module
+from edgepack.packager.graphs import count_nodes, iter_graph_protos
+from edgepack.packager.passes import PASSES, SlimPass
+from edgepack.samples.tiny import tiny_if
+from tests.oracle import run_onnxruntime
+
+
+def test_every_pipeline_pass_is_registered() -> None:
+    for name in (*slim_module.LIBRARY_PIPELINE, *slim_module.OWN_PIPELINE):
+        assert name in PASSES, name
+
+
+def test_if_bodies_are_slimmed() -> None:
+    model = tiny_if()
+    slimmed, records = slim_module.slim(model)
+    branches = [g for g in iter_graph_protos(slimmed.graph)][1:]
+    assert len(branches) == 2
+    for branch in branches:
+        ops = [n.op_type for n in branch.node]
+        assert "Identity" not in ops and "Constant" not in ops
+    else_ops = [n.op_type for n in branches[1].node]
+    assert else_ops.count("Mul") <= 1, "the duplicate Mul in the else branch is one subexpression"
+    for flag in (True, False):
+        feeds = {"x": np.linspace(-2, 2, 16, dtype=np.float32).reshape(2, 8), "use_relu": np.array(flag)}
+        np.testing.assert_allclose(run_onnxruntime(slimmed, feeds)["y"], run_onnxruntime(model, feeds)["y"],
+                                   atol=1e-6)
+    assert count_nodes(slimmed) < count_nodes(model)
+    assert [r.name for r in records][:2] == ["onnxscript-optimizer", "onnxslim"]
+
+
+def test_a_failing_pass_is_skipped_and_the_model_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(model):
+        model.graph.remove(next(iter(model.graph)), safe=False)
+        raise RuntimeError("pattern matcher exploded")
+
+    monkeypatch.setitem(PASSES, "onnxslim", SlimPass("onnxslim", "broken for this test", broken))
+    model = onnx.load(samples.path("tiny-cnn"))
+    slimmed, records = slim_module.slim(model)
+    record = next(r for r in records if r.name == "onnxslim")
+    assert record.status == "skipped" and "pattern matcher exploded" in record.note
+    assert record.nodes_before == record.nodes_after
+    feeds = samples.feeds("tiny-cnn")
+    np.testing.assert_allclose(run_onnxruntime(slimmed, feeds)["probs"], run_onnxruntime(model, feeds)["probs"],
+                               atol=1e-6)

@@ -29,4 +29,15 @@ def register(name: str, summary: str) -> Callable[[Callable[[ir.Model], ir.Model
     return decorate
 
 
-from . import library_onnxscript, library_onnxslim  # noqa: E402,F401  (registration)
+from . import (  # noqa: E402,F401  (registration)
+    constant_to_initializer,
+    cse,
+    dead_code,
+    dedupe_initializers,
+    fold_conv_bn,
+    fold_conv_mul_add,
+    library_onnxscript,
+    library_onnxslim,
+    matmul_add_to_gemm,
+    noop_elimination,
+)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 from pathlib import Path
@@ -92,7 +93,7 @@ def test_failure_mid_build_leaves_no_partial_bundle_and_old_bundle_intact(tmp_pa
         (folder / "manifest.json").write_text("{half")
         raise OSError("disk full")
 
-    monkeypatch.setattr("edgepack.build.write_manifest", explode)
+    monkeypatch.setattr(importlib.import_module("edgepack.build"), "write_manifest", explode)
     with pytest.raises(OSError, match="disk full"):
         edgepack.build(samples.path("tiny-cnn"), "generic", tmp_path, force=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == [old.name]

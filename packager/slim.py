@@ -29,8 +29,9 @@ MAX_ROUNDS = 4
 @dataclass
 class PassRecord:
     name: str
-    nodes_before: int
-    nodes_after: int
+    removed: int = 0
+    """Nodes removed over all the pass's runs (negative if it added nodes)."""
+    runs: int = 0
     seconds: float = 0.0
     status: str = "ok"
     """`ok`, or `skipped` when the pass failed and the model before it was kept."""
@@ -38,8 +39,8 @@ class PassRecord:
 
     def as_manifest(self) -> dict[str, object]:
         """Deterministic fields only: bundles must be byte-identical across builds."""
-        entry: dict[str, object] = {"name": self.name, "nodes_before": self.nodes_before,
-                                    "nodes_after": self.nodes_after, "status": self.status}
+        entry: dict[str, object] = {"name": self.name, "removed": self.removed, "runs": self.runs,
+                                    "status": self.status}
         if self.note:
             entry["note"] = self.note
         return entry
@@ -66,7 +67,8 @@ def _run(name: str, model: onnx.ModelProto, records: dict[str, PassRecord],
     if on_pass:
         on_pass(name)
     nodes_before = count_nodes(model)
-    record = records.setdefault(name, PassRecord(name, nodes_before, nodes_before))
+    record = records.setdefault(name, PassRecord(name))
+    record.runs += 1
     apply = PASSES[name].apply
     start = time.perf_counter()
     try:
@@ -77,5 +79,5 @@ def _run(name: str, model: onnx.ModelProto, records: dict[str, PassRecord],
         record.note = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
         result = model
     record.seconds += time.perf_counter() - start
-    record.nodes_after = count_nodes(result)
+    record.removed += nodes_before - count_nodes(result)
     return result

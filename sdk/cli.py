@@ -148,7 +148,7 @@ def _print_bundle(info: dict[str, Any]) -> None:
     summary.add_row("quantization", f"weights {manifest['quantization']['weights']}, "
                                     f"activations {manifest['quantization']['activations']}")
     summary.add_row("fidelity", "not verified" if manifest["fidelity"] is None else json.dumps(manifest["fidelity"]))
-    summary.add_row("passes", ", ".join(f"{p['name']} {p['nodes_before']}->{p['nodes_after']}"
+    summary.add_row("passes", ", ".join(f"{p['name']} -{p['removed']}"
                                         + ("" if p["status"] == "ok" else f" ({p['status']})")
                                         for p in manifest["passes"]))
     stdout.print(summary)

@@ -47,7 +47,7 @@ def test_a_failing_pass_is_skipped_and_the_model_kept(monkeypatch: pytest.Monkey
     slimmed, records = slim_module.slim(model)
     record = next(r for r in records if r.name == "onnxslim")
     assert record.status == "skipped" and "pattern matcher exploded" in record.note
-    assert record.nodes_before == record.nodes_after
+    assert record.removed == 0 and record.runs == 1
     feeds = samples.feeds("tiny-cnn")
     np.testing.assert_allclose(run_onnxruntime(slimmed, feeds)["probs"], run_onnxruntime(model, feeds)["probs"],
                                atol=1e-6)

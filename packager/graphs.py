@@ -8,16 +8,21 @@ import onnx
 import onnx_ir as ir
 
 
+def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
+    """The graphs held directly in `node`'s attributes (If branches, Loop/Scan bodies)."""
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            yield attr.as_graph()
+        elif attr.type == ir.AttributeType.GRAPHS:
+            yield from attr.as_graphs()
+
+
 def iter_graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
     """Yield `graph` and every subgraph nested in its nodes' attributes, outermost first."""
     yield graph
     for node in list(graph):
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from iter_graphs(attr.as_graph())
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for sub in attr.as_graphs():
-                    yield from iter_graphs(sub)
+        for sub in subgraphs(node):
+            yield from iter_graphs(sub)
 
 
 def iter_graph_protos(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:

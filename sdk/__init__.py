@@ -9,8 +9,8 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+source"
 
+from .build import BuildResult, build
 from .errors import EdgepackError
 from .profile import Profile, load_profile
-from .build import BuildResult, build
 
 __all__ = ["EdgepackError", "Profile", "load_profile", "BuildResult", "build", "__version__"]

@@ -85,7 +85,8 @@ def build(
         slimmed, report.passes = slim(checked, on_pass=progress.update)
         report.slim_nodes = count_nodes(slimmed)
         skipped = [p.name for p in report.passes if p.status != "ok"]
-        note(f"{report.source_nodes} -> {report.slim_nodes} nodes" + (f" (skipped {', '.join(skipped)})" if skipped else ""))
+        note(f"{report.source_nodes} -> {report.slim_nodes} nodes"
+             + (f" (skipped {', '.join(skipped)})" if skipped else ""))
 
     with _stage(report, progress, "quantize") as note:
         note(f"weights {profile.weights}, activations {profile.activations}: nothing to quantize")

@@ -207,8 +207,9 @@ def cmd_samples(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     table = Table(title="sample models", title_justify="left")
-    for column in ("name", "kind", "path"):
-        table.add_column(column)
+    table.add_column("name")
+    table.add_column("kind")
+    table.add_column("path", overflow="fold")
     for row in rows:
         table.add_row(row["name"], row["kind"], escape(row["path"]))
     stdout.print(table)

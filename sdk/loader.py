@@ -115,7 +115,8 @@ def check_model(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
                             fix=SHAPE_FIX) from None
     except onnx.checker.ValidationError as exc:
         raise EdgepackError(f"the model is not valid ONNX: {_first_line(exc)}", where=_node_of(exc) or where,
-                            fix="re-export the model with a current exporter (the checker names the field or node at fault)") from None
+                            fix="re-export the model with a current exporter (the checker names the field or node "
+                                "at fault)") from None
     return infer_shapes(model, where)
 
 

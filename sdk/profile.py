@@ -128,7 +128,8 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
         path = Path(name_or_path)
         if not path.is_file():
             raise EdgepackError(f"profile file {str(path)!r} does not exist", where=str(path.absolute()),
-                                fix=f"pass an existing .toml file or a built-in profile name: {', '.join(builtin_names())}")
+                                fix="pass an existing .toml file or a built-in profile name: "
+                                    + ", ".join(builtin_names()))
         return path.read_text(encoding="utf-8"), str(path)
     if text_name not in builtin_names():
         raise EdgepackError(f"unknown profile {text_name!r}",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import onnx
 import onnx_ir as ir
@@ -24,15 +22,6 @@ def opset(model: ir.Model) -> int:
     """The model's version of the default ONNX domain."""
     imports = model.graph.opset_imports
     return imports.get("", imports.get("ai.onnx", 1))
-
-
-def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
-    """The graphs held directly in `node`'s attributes (If branches, Loop/Scan bodies)."""
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            yield attr.as_graph()
-        elif attr.type == ir.AttributeType.GRAPHS:
-            yield from attr.as_graphs()
 
 
 def const_array(value: ir.Value | None) -> np.ndarray | None:

@@ -6,8 +6,9 @@ from collections.abc import Hashable
 
 import onnx_ir as ir
 
+from ..graphs import subgraphs
 from . import register
-from ._rewrite import can_replace, remove_node, replace, subgraphs
+from ._rewrite import can_replace, remove_node, replace
 
 _DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
 _RANDOM = frozenset({"Bernoulli", "Multinomial"})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedOpsetsPass
 
+from ..graphs import subgraphs
 from . import register
-from ._rewrite import subgraphs
 
 
 def _detach(node: ir.Node) -> None:

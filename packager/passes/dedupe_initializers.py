@@ -7,8 +7,8 @@ from collections.abc import Hashable
 
 import onnx_ir as ir
 
+from ..graphs import subgraphs
 from . import register
-from ._rewrite import subgraphs
 
 
 def _payload(tensor: ir.TensorProtocol) -> bytes:

@@ -2,6 +2,7 @@
 
 import numpy as np
 from onnx import TensorProto, helper
+
 from tests.packager.passes.slimpass_helpers import branch, branches, check, if_node, info, model, ops, rand
 
 PASS = "constant-to-initializer"

@@ -22,8 +22,8 @@ from edgepack.profile import builtin_names
 def main() -> int:
     console = Console(width=160)
     table = Table(title="edgepack build: every sample model for every built-in profile", title_justify="left")
-    for column in ("profile", "model", "nodes", "bytes", "seconds", "result"):
-        table.add_column(column, justify="right" if column in ("nodes", "bytes", "seconds") else "left")
+    for column in ("profile", "model", "nodes", "bytes (bundle: model + manifest)", "seconds", "result"):
+        table.add_column(column, justify="left" if column in ("profile", "model", "result") else "right")
     failures = 0
     with tempfile.TemporaryDirectory() as out:
         for profile_name in builtin_names():

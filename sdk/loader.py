@@ -108,6 +108,7 @@ def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
 def check_model(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
     """Known ops only, onnx.checker (full), then strict shape inference; returns the inferred model."""
     _check_ops(model, where)
+    _forget_negative_dims(model)
     try:
         onnx.checker.check_model(model, full_check=True)
     except shape_inference.InferenceError as exc:
@@ -127,6 +128,15 @@ def infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
     except (shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
         raise EdgepackError(f"shapes do not fit: {_first_line(exc)}", where=_node_of(exc) or where,
                             fix=SHAPE_FIX) from None
+
+
+def _forget_negative_dims(model: onnx.ModelProto) -> None:
+    """Exporters (paddle2onnx) write -1 for an unknown size; ONNX means a dimension with no value by that."""
+    for graph in iter_graph_protos(model.graph):
+        for info in (*graph.input, *graph.output, *graph.value_info):
+            for dim in info.type.tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value < 0:
+                    dim.ClearField("dim_value")
 
 
 def _check_ops(model: onnx.ModelProto, where: str) -> None:

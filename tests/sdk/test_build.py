@@ -62,6 +62,16 @@ def test_manifest_describes_the_bundle(built: dict[str, edgepack.BuildResult], n
     assert partition["nodes"] == count_nodes(onnx.load(bundle / "model.onnx"))
 
 
+def test_pinning_an_input_exported_with_minus_one_dims(tmp_path: Path) -> None:
+    result = edgepack.build(samples.path("ppocr-cls"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 192)})
+    assert result.manifest["inputs"][0]["shape"] == [1, 3, 48, 192]
+    feeds = samples.feeds("ppocr-cls")
+    expected = run_onnxruntime(samples.path("ppocr-cls"), feeds)
+    actual = run_onnxruntime(result.bundle_dir / "model.onnx", feeds)
+    for key in expected:
+        np.testing.assert_allclose(actual[key], expected[key], rtol=0, atol=1e-5)
+
+
 def test_pinned_shapes_fold_shape_subgraphs(tmp_path: Path) -> None:
     result = edgepack.build(samples.path("ppocr-rec"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 320)})
     model = onnx.load(result.bundle_dir / "model.onnx")

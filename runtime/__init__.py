@@ -1,1 +1,5 @@
-"""The runtime: Session and execution providers (reference, cpu, neon, wasm, webgpu, openvino, coreml)."""
+"""The runtime: `Session` runs bundles and models on execution providers (this version: `reference`)."""
+
+from .session import Session, TensorSpec
+
+__all__ = ["Session", "TensorSpec"]

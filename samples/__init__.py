@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from edgepack.errors import EdgepackError
+
 from .catalog import SAMPLES, Sample
 from .fetch import cache_dir, fetch_real
 from .tiny import write_tiny
@@ -27,8 +29,6 @@ def path(name: str, cache: Path | None = None) -> Path:
     """The .onnx file of sample `name`, fetching or generating it into the cache on first use."""
     sample = SAMPLES.get(name)
     if sample is None:
-        from edgepack.errors import EdgepackError
-
         raise EdgepackError(
             f"unknown sample model {name!r}",
             fix=f"use one of: {', '.join(SAMPLES)}",

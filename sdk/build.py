@@ -19,7 +19,7 @@ from edgepack.targets import TARGETS, BundleInput
 from .bundle_writer import refuse_existing, staged_bundle
 from .errors import EdgepackError
 from .input_shapes import pin_shapes
-from .loader import check_model, infer_shapes, load_model, resolve_model_path
+from .loader import SourceModel, check_model, infer_shapes, load_model, resolve_model_path
 from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, write_manifest
 from .opset import convert_opset
 from .profile import Profile, load_profile
@@ -120,7 +120,7 @@ def _stage(report: BuildReport, progress: Reporter, name: str) -> Iterator[Any]:
     progress.finish(name, seconds, summary[-1] if summary else "")
 
 
-def _manifest(profile: Profile, source: Any, slimmed: onnx.ModelProto, report: BuildReport, pins: list[str],
+def _manifest(profile: Profile, source: SourceModel, slimmed: onnx.ModelProto, report: BuildReport, pins: list[str],
               conversion: str | None, staging: Path) -> dict[str, Any]:
     from edgepack import __version__
 

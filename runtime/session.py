@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 
 from edgepack.errors import EdgepackError
-from edgepack.manifest import MANIFEST, describe_values, read_manifest
+from edgepack.manifest import MANIFEST, describe_values, read_manifest, real_inputs
 
 from .providers import PROVIDERS
 
@@ -55,8 +55,7 @@ class Session:
 
     @staticmethod
     def _plain(model: onnx.ModelProto, name: str) -> tuple[dict[str, Any], dict[str, onnx.ModelProto]]:
-        initializers = {t.name for t in model.graph.initializer}
-        inputs = describe_values(model.graph.input, initializers)
+        inputs = describe_values(real_inputs(model.graph))
         outputs = describe_values(model.graph.output)
         partition = {"id": "p0", "provider": PORTABLE, "artifact": name,
                      "inputs": [i["name"] for i in inputs], "outputs": [o["name"] for o in outputs]}

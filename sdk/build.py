@@ -20,7 +20,7 @@ from .bundle_writer import refuse_existing, staged_bundle
 from .errors import EdgepackError
 from .input_shapes import pin_shapes
 from .loader import SourceModel, check_model, infer_shapes, load_model, resolve_model_path
-from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, write_manifest
+from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, real_inputs, write_manifest
 from .opset import convert_opset
 from .profile import Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
@@ -125,14 +125,13 @@ def _manifest(profile: Profile, source: SourceModel, slimmed: onnx.ModelProto, r
     from edgepack import __version__
 
     graph = slimmed.graph
-    initializers = {t.name for t in graph.initializer}
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "edgepack_version": __version__,
         "profile": profile.as_dict(),
         "target": profile.target,
-        "inputs": describe_values(graph.input, initializers),
+        "inputs": describe_values(real_inputs(graph)),
         "outputs": describe_values(graph.output),
         "partitions": report.partitions,
         "artifacts": artifacts_of(staging),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import onnx
 
 from .errors import EdgepackError
+from .manifest import real_inputs
 
 FIX = "write it as NAME=D1,D2,... with positive integers, e.g. --input-shape x=1,3,224,224"
 
@@ -27,14 +28,9 @@ def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    initializers = {t.name for t in model.graph.initializer}
-    return [i for i in model.graph.input if i.name not in initializers]
-
-
 def pin_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], dims: dict[str, int]) -> list[str]:
     """Fix input dims in place; returns a description of each pin made. Contradictions are errors."""
-    inputs = {i.name: i for i in _real_inputs(model)}
+    inputs = {i.name: i for i in real_inputs(model.graph)}
     pinned: list[str] = []
     for name, shape in shapes.items():
         info = inputs.get(name)

@@ -13,7 +13,7 @@ from onnx import numpy_helper
 from edgepack.packager.graphs import iter_graph_protos
 
 from .loader import load_model
-from .manifest import MANIFEST, describe_values, read_manifest
+from .manifest import MANIFEST, describe_values, read_manifest, real_inputs
 
 CONTROL_FLOW = ("If", "Loop", "Scan")
 
@@ -41,7 +41,6 @@ def describe_model(path: str | Path) -> dict[str, Any]:
             if node.op_type == "Constant":
                 tensors.extend(a.t for a in node.attribute if a.type == onnx.AttributeProto.TENSOR)
     arrays = [numpy_helper.to_array(t) for t in tensors]
-    initializers = {t.name for t in model.graph.initializer}
     return {
         "kind": "model",
         "path": str(source.path),
@@ -50,7 +49,7 @@ def describe_model(path: str | Path) -> dict[str, Any]:
         "ir_version": model.ir_version,
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "opsets": {o.domain or "ai.onnx": o.version for o in model.opset_import},
-        "inputs": describe_values(model.graph.input, initializers),
+        "inputs": describe_values(real_inputs(model.graph)),
         "outputs": describe_values(model.graph.output),
         "nodes": sum(ops.values()),
         "subgraphs": sum(1 for _ in iter_graph_protos(model.graph)) - 1,

@@ -31,12 +31,16 @@ def dtype_name(elem_type: int) -> str:
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
-def describe_values(values: Any, skip: set[str] = frozenset()) -> list[dict[str, Any]]:
+def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """The graph inputs a caller feeds: old exporters also list initializers as inputs."""
+    initializers = {t.name for t in graph.initializer}
+    return [i for i in graph.input if i.name not in initializers]
+
+
+def describe_values(values: Any) -> list[dict[str, Any]]:
     """Name, dtype and shape (ints for fixed dims, names for symbolic ones, null for unknown)."""
     described = []
     for value in values:
-        if value.name in skip:
-            continue
         tensor = value.type.tensor_type
         shape = None
         if tensor.HasField("shape"):

@@ -35,45 +35,77 @@ class _Partition:
 class Session:
     """Runs a bundle folder, an .onnx file or a ModelProto: `Session(path).run({"x": array})`."""
 
-    def __init__(self, source: str | Path | onnx.ModelProto, providers: list[str] | None = None) -> None:
-        self.providers = list(providers or ["reference"])
-        unknown = [p for p in self.providers if p not in PROVIDERS]
-        if unknown:
-            raise EdgepackError(f"unknown provider {unknown[0]!r}",
-                                fix=f"use one of the providers of this version: {', '.join(PROVIDERS)}")
+    def __init__(self, source: str | Path | onnx.ModelProto, providers: list[str] | None = None,
+                 provider_options: dict[str, dict[str, Any]] | None = None) -> None:
+        """`providers`: the providers this session may use (default: each partition's own, `reference` for plain
+        ONNX). `provider_options`: per provider, options that override the bundle's (e.g. `{"openvino":
+        {"inference_precision": "fp32", "threads": 1}}`)."""
+        self.requested = list(providers) if providers else None
+        self.provider_options = provider_options or {}
+        for name in [*(self.requested or []), *self.provider_options]:
+            self._usable(name)
+        self.folder: Path | None = None
         if isinstance(source, onnx.ModelProto):
-            manifest, models = self._plain(source, "model")
+            manifest, models = self._plain(source, "model"), {"model": source}
         elif Path(source).is_dir() and (Path(source) / MANIFEST).is_file():
-            manifest, models = self._bundle(Path(source))
+            self.folder = Path(source)
+            manifest, models = read_manifest(self.folder), {}
         else:
             from edgepack.loader import load_model
 
-            manifest, models = self._plain(load_model(source).model, str(source))
+            model = load_model(source).model
+            manifest, models = self._plain(model, str(source)), {str(source): model}
+        self.manifest = manifest
         self.inputs = [TensorSpec(**v) for v in manifest["inputs"]]
         self.outputs = [TensorSpec(**v) for v in manifest["outputs"]]
-        self.partitions = [self._compile(info, models[info["artifact"]]) for info in manifest["partitions"]]
+        self.partitions = [self._compile(info, models) for info in manifest["partitions"]]
 
     @staticmethod
-    def _plain(model: onnx.ModelProto, name: str) -> tuple[dict[str, Any], dict[str, onnx.ModelProto]]:
-        inputs = describe_values(real_inputs(model.graph))
-        outputs = describe_values(model.graph.output)
+    def _usable(name: str) -> None:
+        if name not in PROVIDERS:
+            raise EdgepackError(f"unknown provider {name!r}",
+                                fix=f"use one of the providers of this version: {', '.join(PROVIDERS)}")
+        reason = PROVIDERS[name].missing()
+        if reason:
+            raise EdgepackError(f"the {name!r} provider cannot run here: {reason}",
+                                fix=f"install what it needs, or run the bundle without {name!r}")
+
+    @staticmethod
+    def _plain(model: onnx.ModelProto, name: str) -> dict[str, Any]:
+        graph = model.graph
+        inputs = describe_values(real_inputs(graph))
+        outputs = describe_values(graph.output)
         partition = {"id": "p0", "provider": PORTABLE, "artifact": name,
                      "inputs": [i["name"] for i in inputs], "outputs": [o["name"] for o in outputs]}
-        return {"inputs": inputs, "outputs": outputs, "partitions": [partition]}, {name: model}
+        return {"inputs": inputs, "outputs": outputs, "partitions": [partition]}
 
-    @staticmethod
-    def _bundle(folder: Path) -> tuple[dict[str, Any], dict[str, onnx.ModelProto]]:
-        manifest = read_manifest(folder)
-        models = {p["artifact"]: onnx.load(folder / p["artifact"]) for p in manifest["partitions"]}
-        return manifest, models
-
-    def _compile(self, info: dict[str, Any], model: onnx.ModelProto) -> _Partition:
+    def _provider_for(self, info: dict[str, Any]) -> str:
         wanted = info["provider"]
-        candidates = self.providers if wanted == PORTABLE else [p for p in self.providers if p == wanted]
-        if not candidates:
-            raise EdgepackError(f"partition {info['id']!r} needs the {wanted!r} provider, which this session lacks",
-                                fix=f"add {wanted!r} to the session's providers")
-        return _Partition(info, candidates[0], PROVIDERS[candidates[0]](model))
+        if wanted == PORTABLE:
+            return (self.requested or ["reference"])[0]
+        if self.requested is None or wanted in self.requested:
+            return wanted
+        if info["artifact"].endswith(".onnx"):
+            return self.requested[0]
+        raise EdgepackError(f"partition {info['id']!r} is {wanted!r} IR ({info['artifact']}) and only the {wanted!r} "
+                            f"provider runs it; this session has {self.requested}",
+                            fix=f"add {wanted!r} to the session's providers")
+
+    def _compile(self, info: dict[str, Any], models: dict[str, onnx.ModelProto]) -> _Partition:
+        name = self._provider_for(info)
+        self._usable(name)
+        provider = PROVIDERS[name]
+        options = {**info.get("options", {}), **self.provider_options.get(name, {})}
+        artifact = info["artifact"]
+        if artifact in models:
+            return _Partition(info, name, provider.compile(models[artifact], options))
+        path = self.folder / artifact
+        if artifact.endswith(".onnx"):
+            return _Partition(info, name, provider.compile(onnx.load(path), options))
+        if provider.load is None:
+            raise EdgepackError(f"the {name!r} provider cannot load {artifact}", where=str(path),
+                                fix="rebuild the bundle for a profile whose providers this session has")
+        return _Partition(info, name, provider.load(path, options))
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Outputs by name; feeds are checked against the inputs' names, dtypes and fixed dims first."""

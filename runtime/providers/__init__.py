@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
+
+from ..capability import Capability
 
 
 class CompiledPartition(Protocol):
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
 
-Compile = Callable[[onnx.ModelProto], CompiledPartition]
-PROVIDERS: dict[str, Compile] = {}
+Options = Mapping[str, Any]
 
 
-def register(name: str) -> Callable[[Compile], Compile]:
-    def decorate(compile_partition: Compile) -> Compile:
-        if name in PROVIDERS:
-            raise ValueError(f"provider {name!r} registered twice")
-        PROVIDERS[name] = compile_partition
-        return compile_partition
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    summary: str
+    capability: Capability
+    compile: Callable[[onnx.ModelProto, Options], CompiledPartition]
+    """Compiles an ONNX partition."""
+    load: Callable[[Path, Options], CompiledPartition] | None = None
+    """Loads an artefact in the provider's own format (None: the provider only takes ONNX)."""
+    missing: Callable[[], str | None] = lambda: None
+    """Why the provider cannot run on this machine (a package not installed), or None."""
 
-    return decorate
+
+PROVIDERS: dict[str, Provider] = {}
 
 
-from . import reference  # noqa: E402,F401  (registration)
+def register(provider: Provider) -> Provider:
+    if provider.name in PROVIDERS:
+        raise ValueError(f"provider {provider.name!r} registered twice")
+    PROVIDERS[provider.name] = provider
+    return provider
+
+
+from . import openvino, reference  # noqa: E402,F401  (registration)

@@ -8,8 +8,11 @@ import numpy as np
 import onnx
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.ops.op_batch_normalization import BatchNormalization_14
+from onnx.reference.ops.op_loop import Loop as OnnxLoop
 
-from . import register
+from ..capability import Capability, OpClaim, domain_of
+from . import Options, Provider, register
+from .reference_limits import LIMITS, NOT_CLAIMED
 
 
 class BatchNormalization(BatchNormalization_14):
@@ -30,7 +33,34 @@ class BatchNormalization(BatchNormalization_14):
         return (y.astype(x.dtype),)
 
 
-FIXES = [BatchNormalization]
+class Loop(OnnxLoop):
+    """Scan outputs stacked on a new first axis, as the spec says; onnx's kernel `vstack`s them, which is only
+    right for 1-D values (scalars come out as (n, 1))."""
+
+    op_domain = ""
+
+    def __init__(self, onnx_node: onnx.NodeProto, run_params: dict[str, Any]) -> None:
+        super().__init__(onnx_node, run_params)
+        self._scan_shapes: list[tuple[int, ...]] = []
+        run_body = self._run_body  # set per instance by OpRun from the `body` attribute
+
+        def run_and_record_scan_shapes(*args: Any, **kwargs: Any) -> list[Any]:
+            outputs = run_body(*args, **kwargs)
+            self._scan_shapes = [np.shape(value) for value in outputs[len(outputs) - self.K:]] if self.K else []
+            return outputs
+
+        self._run_body = run_and_record_scan_shapes
+
+    def _run(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        self._scan_shapes = []
+        results = list(super()._run(*args, **kwargs))
+        for k, shape in enumerate(self._scan_shapes):
+            index = self.N + k
+            results[index] = results[index].reshape((-1, *shape))
+        return tuple(results)
+
+
+FIXES = [BatchNormalization, Loop]
 
 
 class ReferencePartition:
@@ -42,6 +72,17 @@ class ReferencePartition:
         return dict(zip(self.output_names, self.evaluator.run(None, feeds)))
 
 
-@register("reference")
-def compile_partition(model: onnx.ModelProto) -> ReferencePartition:
+def _claims() -> list[OpClaim]:
+    """Every op of the standard domains, less those listed in `reference_limits` with their reasons."""
+    names = {(domain_of(s.domain), s.name) for s in onnx.defs.get_all_schemas_with_history()
+             if domain_of(s.domain) in ("", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")}
+    return [OpClaim(op_type, domain, **LIMITS.get(op_type, {})) for domain, op_type in sorted(names)
+            if op_type not in NOT_CLAIMED]
+
+
+def compile_partition(model: onnx.ModelProto, options: Options) -> ReferencePartition:
     return ReferencePartition(model)
+
+
+PROVIDER = register(Provider("reference", "onnx's ReferenceEvaluator on numpy, with edgepack's fixes: the oracle",
+                             Capability(_claims()), compile_partition))

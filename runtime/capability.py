@@ -1,0 +1,119 @@
+"""What a provider claims it can run, per op: domain, opset range, element types and attribute limits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import onnx
+
+MAX_OPSET = 10_000
+DEFAULT_DOMAIN = ""
+
+
+def domain_of(name: str) -> str:
+    return "" if name in ("", "ai.onnx") else name
+
+
+@dataclass(frozen=True)
+class OpClaim:
+    """One op a provider claims. `limit` returns why a node is out of reach (an attribute or an input it cannot
+    take), or None when the node is claimed."""
+
+    op_type: str
+    domain: str = DEFAULT_DOMAIN
+    opsets: tuple[int, int] = (1, MAX_OPSET)
+    dtypes: frozenset[str] | None = None
+    limit: Callable[[onnx.NodeProto, Values], str | None] | None = None
+
+
+@dataclass
+class Values:
+    """What a graph records about its values: element type names, static shapes (None for an unknown dim) and
+    which values are constants (weights or Constant outputs)."""
+
+    types: dict[str, str] = field(default_factory=dict)
+    shapes: dict[str, list[int | None]] = field(default_factory=dict)
+    constants: set[str] = field(default_factory=set)
+
+
+def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
+    """The values of `graph` (inputs, outputs, value_info, weights, Constant outputs) on top of the outer scope's."""
+    values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants)) if outer else Values()
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        kind = value.type.WhichOneof("value")
+        if kind == "tensor_type" and value.type.tensor_type.elem_type:
+            tensor_type = value.type.tensor_type
+            values.types[value.name] = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name
+            if tensor_type.HasField("shape"):
+                values.shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
+                                             for d in tensor_type.shape.dim]
+        elif kind:
+            values.types[value.name] = kind.removesuffix("_type")
+    for tensor in graph.initializer:
+        values.types[tensor.name] = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).name
+        values.shapes[tensor.name] = list(tensor.dims)
+        values.constants.add(tensor.name)
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            values.constants.add(node.output[0])
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    values.types[node.output[0]] = onnx.helper.tensor_dtype_to_np_dtype(attr.t.data_type).name
+                    values.shapes[node.output[0]] = list(attr.t.dims)
+    return values
+
+
+class Capability:
+    """A provider's claims, asked node by node: `refusal(node, opsets, types)` is None when claimed."""
+
+    def __init__(self, claims: Iterable[OpClaim]) -> None:
+        self.claims = {(claim.domain, claim.op_type): claim for claim in claims}
+
+    def refusal(self, node: onnx.NodeProto, opsets: Mapping[str, int], values: Values) -> str | None:
+        """Why this node (with its subgraphs) is not claimed, or None."""
+        domain = domain_of(node.domain)
+        claim = self.claims.get((domain, node.op_type))
+        label = f"{domain + '.' if domain else ''}{node.op_type}"
+        if claim is None:
+            return f"{label} is not supported"
+        opset = opsets.get(domain, 0)
+        if not claim.opsets[0] <= opset <= claim.opsets[1]:
+            return f"{label} at opset {opset} is not supported (opsets {claim.opsets[0]}-{claim.opsets[1]})"
+        if claim.dtypes is not None:
+            used = [values.types.get(name) for name in [*node.input, *node.output] if name]
+            if None in used:
+                return f"{label} has a value of unknown type"
+            outside = sorted(set(used) - claim.dtypes)
+            if outside:
+                return f"{label} on {', '.join(outside)} is not supported"
+        if claim.limit is not None:
+            reason = claim.limit(node, values)
+            if reason:
+                return f"{label}: {reason}"
+        for attr in node.attribute:
+            for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                reason = self.graph_refusal(body, opsets, graph_values(body, values))
+                if reason:
+                    return f"{label} body {body.name or attr.name!r}: {reason}"
+        return None
+
+    def graph_refusal(self, graph: onnx.GraphProto, opsets: Mapping[str, int], values: Values) -> str | None:
+        """The first refusal among a graph's nodes, or None when every node is claimed."""
+        for node in graph.node:
+            reason = self.refusal(node, opsets, values)
+            if reason:
+                return reason
+        return None
+
+
+def model_opsets(model: onnx.ModelProto) -> dict[str, int]:
+    return {domain_of(o.domain): o.version for o in model.opset_import}
+
+
+def attribute(node: onnx.NodeProto, name: str, default: object = None) -> object:
+    """The value of attribute `name` of `node`, or `default`."""
+    for attr in node.attribute:
+        if attr.name == name:
+            return onnx.helper.get_attribute_value(attr)
+    return default

@@ -36,7 +36,8 @@ def main() -> int:
                 sample = samples.SAMPLES[name]
                 with console.status(f"building {name} for {profile_name}"):
                     try:
-                        result = edgepack.build(samples.path(name), profile, out, input_shapes=sample.shapes)
+                        result = edgepack.build(samples.path(name), profile, out, input_shapes=sample.shapes,
+                                                sample_inputs=[samples.feeds(name)])
                     except edgepack.EdgepackError as exc:
                         failures += 1
                         table.add_row(profile_name, name, "", "", "", f"[red]{exc}[/]")

@@ -13,7 +13,9 @@ from typing import Any
 import onnx
 
 from edgepack.packager.graphs import count_nodes
+from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.slim import slim
+from edgepack.runtime.providers import PROVIDERS
 from edgepack.targets import TARGETS, BundleInput
 
 from .bundle_writer import refuse_existing, staged_bundle
@@ -24,6 +26,7 @@ from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, rea
 from .opset import convert_opset
 from .profile import Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
+from .verify import SampleInputs, fidelity_summary, verify
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,15 @@ def target_available(profile: Profile) -> str | None:
     """None when this version can build `profile`, else the reason it cannot."""
     if profile.target not in TARGETS:
         return f"the {profile.target!r} target is not built in this version"
-    if (profile.weights, profile.activations) != ("fp32", "fp32"):
-        return (f"quantization (weights {profile.weights}, activations {profile.activations}) is not built in "
-                "this version")
+    missing = [p for p in profile.providers if p not in PROVIDERS]
+    if missing:
+        return f"the {', '.join(map(repr, missing))} provider is not built in this version"
+    unusable = [f"{p}: {PROVIDERS[p].missing()}" for p in profile.providers if PROVIDERS[p].missing()]
+    if unusable:
+        return unusable[0]
+    if (profile.weights, profile.activations) not in TARGETS[profile.target].precisions:
+        return (f"weights {profile.weights} with activations {profile.activations} is not built for the "
+                f"{profile.target!r} target in this version")
     return None
 
 
@@ -55,6 +64,8 @@ def build(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     force: bool = False,
     reporter: Reporter | None = None,
+    sample_inputs: SampleInputs = None,
+    accept_fidelity_loss: bool = False,
 ) -> BuildResult:
     """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`."""
     profile = profile if isinstance(profile, Profile) else load_profile(profile)
@@ -89,20 +100,42 @@ def build(
              + (f" (skipped {', '.join(skipped)})" if skipped else ""))
 
     with _stage(report, progress, "quantize") as note:
-        note(f"weights {profile.weights}, activations {profile.activations}: nothing to quantize")
+        note(f"weights {profile.weights}, activations {profile.activations}: nothing to quantize in ONNX partitions")
 
-    with _stage(report, progress, "bundle") as note:
-        with staged_bundle(final, force) as staging:
-            bundle_input = BundleInput(slimmed, final.name, profile.as_dict())
+    with _stage(report, progress, "partition") as note:
+        partitions = _partition(slimmed, profile)
+        note(", ".join(f"{p.id} {p.provider} ({p.nodes} nodes)" for p in partitions))
+
+    with staged_bundle(final, force) as staging:
+        with _stage(report, progress, "bundle") as note:
+            bundle_input = BundleInput(slimmed, final.name, profile.as_dict(), partitions)
             report.partitions = TARGETS[profile.target].write(bundle_input, staging)
             manifest = _manifest(profile, source, slimmed, report, pins, conversion, staging)
             write_manifest(staging, manifest)
-        report.bundle_bytes = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
-        note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes in {final}")
+            report.bundle_bytes = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+            note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes")
 
-    with _stage(report, progress, "verify") as note:
-        note("not run: this version has no runtime to run the bundle with")
+        with _stage(report, progress, "verify") as note:
+            fidelity = verify(checked, staging, profile, sample_inputs, profile.dims)
+            fidelity["accepted_loss"] = bool(accept_fidelity_loss and not fidelity["passed"])
+            manifest["fidelity"] = report.fidelity = fidelity
+            write_manifest(staging, manifest)
+            if not fidelity["passed"] and not accept_fidelity_loss:
+                raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
+                                    where=f"verify stage, outputs {', '.join(fidelity['failed_outputs'])}",
+                                    fix="pass --accept-fidelity-loss to keep it anyway, or use a profile with "
+                                        "higher precision")
+            note(fidelity_summary(fidelity) + (" (below tolerance, accepted)" if fidelity["accepted_loss"] else ""))
     return BuildResult(final, manifest, report)
+
+
+def _partition(model: onnx.ModelProto, profile: Profile) -> list[Partition]:
+    """The partitioner's plan for the profile's providers; the last one is the fallback."""
+    providers = list(profile.providers)
+    try:
+        return partition(model, providers, fallback=providers[-1])
+    except ValueError:  # a value crossing partitions has no known type: keep the model whole on the fallback
+        return [whole(model, providers[-1])]
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""The `edgepack` command line: build, inspect, profiles, samples."""
+"""The `edgepack` command line: build, inspect, run, bench, profiles, samples."""
 
 from __future__ import annotations
 
@@ -57,14 +57,17 @@ class RichReporter:
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .input_shapes import parse_input_shapes
+    from .verify import fidelity_summary
 
     shapes = parse_input_shapes(args.input_shape or [])
     if args.json:
-        result = build(args.model, args.profile, args.output, shapes, force=args.force)
+        result = build(args.model, args.profile, args.output, shapes, force=args.force,
+                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss)
         print(json.dumps(result.report.as_dict(), indent=2))
         return 0
     with RichReporter(stderr) as reporter:
-        result = build(args.model, args.profile, args.output, shapes, force=args.force, reporter=reporter)
+        result = build(args.model, args.profile, args.output, shapes, force=args.force, reporter=reporter,
+                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss)
     report = result.report
     table = Table(title=f"edgepack build: {Path(report.model).name} for {report.profile}", title_justify="left")
     for column in ("", "source", "bundle"):
@@ -72,8 +75,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     table.add_row("nodes", str(report.source_nodes), str(report.slim_nodes))
     table.add_row("bytes", f"{report.source_bytes:,}", f"{report.bundle_bytes:,}")
     table.add_row("partitions", "", ", ".join(f"{p['id']}:{p['provider']}" for p in report.partitions))
-    table.add_row("fidelity", "", "not verified (no runtime in this version)" if report.fidelity is None
-                  else json.dumps(report.fidelity))
+    table.add_row("fidelity", "", escape(fidelity_summary(report.fidelity)) if report.fidelity else "not verified")
     table.add_row("time", "", f"{sum(s.seconds for s in report.stages):.2f} s")
     stdout.print(table)
     stdout.print(f"bundle: [bold]{escape(str(result.bundle_dir))}[/]")
@@ -169,6 +171,36 @@ def _print_bundle(info: dict[str, Any]) -> None:
     stdout.print(arts)
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from .run_command import as_dict, run_model, table
+
+    result = run_model(args.model, args.input or [], args.provider, args.output)
+    if args.json:
+        print(json.dumps(as_dict(result), indent=2))
+        return 0
+    stdout.print(table(result))
+    if result.files:
+        stdout.print(f"wrote {len(result.files)} .npy file{'s' if len(result.files) > 1 else ''} to "
+                     f"[bold]{escape(str(args.output))}[/]")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import bench, summary_lines, table
+    from .input_files import load_inputs
+    from .sample_inputs import parse_dims
+
+    report = bench(args.model, args.provider, args.runs, args.warmup, args.threads, args.compare, args.source,
+                   load_inputs(args.input or []), parse_dims(args.dim or []))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0
+    stdout.print(table(report))
+    for line in summary_lines(report):
+        stdout.print(escape(line))
+    return 0
+
+
 def cmd_profiles(args: argparse.Namespace) -> int:
     from .build import target_available
     from .profile import builtin_names, load_profile
@@ -231,6 +263,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", default="dist", help="folder to write the bundle into (default: dist)")
     b.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...",
                    help="pin an input's shape, e.g. x=1,3,224,224 (repeatable)")
+    b.add_argument("--sample-inputs", metavar="DIR",
+                   help="inputs for the verify stage: .npz files (one sample each) or <input>.npy files "
+                        "(default: seeded random inputs)")
+    b.add_argument("--accept-fidelity-loss", action="store_true",
+                   help="keep the bundle even when it falls below the profile's fidelity tolerance")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.set_defaults(func=cmd_build)
@@ -239,6 +276,36 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("path", help="a .onnx file, a folder holding one, or a bundle folder")
     i.add_argument("--json", action="store_true", help="print JSON")
     i.set_defaults(func=cmd_inspect)
+
+    r = commands.add_parser("run", help="run a model or bundle once on inputs from .npy/.npz files")
+    r.add_argument("model", help="a .onnx file, a folder holding one, or a bundle folder")
+    r.add_argument("--input", action="append", metavar="NAME=FILE",
+                   help="an input from a .npy file, or from a .npz file (its array NAME, or its only array); "
+                        "repeat for each input")
+    r.add_argument("--provider", help="the provider to run on (default: each partition's own; reference for a "
+                                      "plain .onnx)")
+    r.add_argument("-o", "--output", type=Path, help="write each output to OUTPUT/<output name>.npy")
+    r.add_argument("--json", action="store_true", help="print a JSON summary instead of the table")
+    r.set_defaults(func=cmd_run)
+
+    n = commands.add_parser("bench", help="time loading and running a model or bundle, optionally beside "
+                                          "onnxruntime")
+    n.add_argument("model", help="a .onnx file, a folder holding one, or a bundle folder")
+    n.add_argument("--provider", help="as for run (default: each partition's own; reference for a plain .onnx)")
+    n.add_argument("--runs", type=int, default=50, help="timed runs (default: 50)")
+    n.add_argument("--warmup", type=int, default=5, help="untimed runs after the first run (default: 5)")
+    n.add_argument("--threads", type=int, default=1,
+                   help="threads for OpenVINO and onnxruntime (default: 1, single-threaded, so that figures "
+                        "compare; the reference provider runs on NumPy and ignores it)")
+    n.add_argument("--compare", choices=["onnxruntime"], help="also run onnxruntime on the source model, in this "
+                                                              "process, and print the ratios")
+    n.add_argument("--source", help="with --compare and a bundle: the .onnx the bundle was built from")
+    n.add_argument("--input", action="append", metavar="NAME=FILE",
+                   help="as for run; inputs not given are seeded random data")
+    n.add_argument("--dim", action="append", metavar="NAME=SIZE",
+                   help="size of a symbolic dim in generated inputs (default: 1 on axis 0, 64 elsewhere)")
+    n.add_argument("--json", action="store_true", help="print the figures as JSON")
+    n.set_defaults(func=cmd_bench)
 
     p = commands.add_parser("profiles", help="list the built-in device profiles")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
+
+if TYPE_CHECKING:
+    from edgepack.packager.partition import Partition
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,8 @@ class BundleInput:
     name: str
     """The model's name, for file and package names."""
     profile: dict[str, Any]
+    partitions: list[Partition]
+    """The model split per provider by the partitioner."""
 
 
 @dataclass(frozen=True)
@@ -25,21 +30,32 @@ class Target:
     summary: str
     write: Callable[[BundleInput, Path], list[dict[str, Any]]]
     """Writes the artefacts into the staging folder and returns the partitions for the manifest."""
+    precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})
+    """The (weights, activations) precisions the target builds."""
 
 
 TARGETS: dict[str, Target] = {}
 
 
-def register(name: str, summary: str) -> Callable[[Callable[[BundleInput, Path], list[dict[str, Any]]]],
+def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})
+             ) -> Callable[[Callable[[BundleInput, Path], list[dict[str, Any]]]],
                                                   Callable[[BundleInput, Path], list[dict[str, Any]]]]:
     def decorate(write: Callable[[BundleInput, Path], list[dict[str, Any]]]
                  ) -> Callable[[BundleInput, Path], list[dict[str, Any]]]:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
-        TARGETS[name] = Target(name, summary, write)
+        TARGETS[name] = Target(name, summary, write, precisions)
         return write
 
     return decorate
 
 
-from . import generic  # noqa: E402,F401  (registration)
+def write_onnx_partition(part: Partition, staging: Path) -> dict[str, Any]:
+    """Write a partition as `<id>.onnx` and return its manifest entry."""
+    artifact = f"{part.id}.onnx"
+    (staging / artifact).write_bytes(part.model.SerializeToString(deterministic=True))
+    return {"id": part.id, "provider": part.provider, "artifact": artifact, "inputs": part.inputs,
+            "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
+
+
+from . import generic, openvino  # noqa: E402,F401  (registration)

@@ -16,7 +16,7 @@ from tests.oracle import run_onnxruntime
 
 @pytest.mark.parametrize("name", ["ppocr-cls", "silero-vad", "silero-vad-16k-sequence", "tiny-transformer"])
 def test_bundle_on_reference_matches_onnxruntime(tmp_path: Path, name: str) -> None:
-    bundle = edgepack.build(samples.path(name), "generic", tmp_path).bundle_dir
+    bundle = edgepack.build(samples.path(name), "generic", tmp_path, sample_inputs=[samples.feeds(name)]).bundle_dir
     session = Session(bundle)
     feeds = samples.feeds(name)
     expected = run_onnxruntime(samples.path(name), feeds)

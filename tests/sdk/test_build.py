@@ -24,7 +24,8 @@ ALL = samples.names()
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, edgepack.BuildResult]:
     out = tmp_path_factory.mktemp("dist")
-    return {name: edgepack.build(samples.path(name), "generic", out) for name in ALL}
+    return {name: edgepack.build(samples.path(name), "generic", out, sample_inputs=[samples.feeds(name)])
+            for name in ALL}
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -86,8 +87,10 @@ def test_pinned_shapes_fold_shape_subgraphs(tmp_path: Path) -> None:
 
 
 def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
-    first = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "a").bundle_dir
-    second = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "b").bundle_dir
+    first = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "a",
+                            sample_inputs=[samples.feeds("silero-vad")]).bundle_dir
+    second = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "b",
+                            sample_inputs=[samples.feeds("silero-vad")]).bundle_dir
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for rel in files:

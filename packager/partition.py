@@ -1,0 +1,192 @@
+"""The partitioner: nodes go to the first provider of the profile that claims them, form maximal acyclic partitions,
+and what no accelerator takes (or what one refuses to compile) falls back to the CPU provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import onnx
+
+from edgepack.runtime.capability import graph_values, model_opsets
+from edgepack.runtime.providers import PROVIDERS
+
+
+@dataclass
+class Partition:
+    id: str
+    provider: str
+    model: onnx.ModelProto
+    """The partition as a standalone ONNX model: its inputs, outputs and the weights it reads."""
+    ops: list[str] = field(default_factory=list)
+
+    @property
+    def inputs(self) -> list[str]:
+        return [i.name for i in self.model.graph.input]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [o.name for o in self.model.graph.output]
+
+    @property
+    def nodes(self) -> int:
+        return len(self.model.graph.node)
+
+
+Compiles = Callable[[str, onnx.ModelProto], bool]
+
+
+def _compiles(provider: str, model: onnx.ModelProto) -> bool:
+    try:
+        PROVIDERS[provider].compile(model, {})
+    except Exception:  # noqa: BLE001  (any refusal by the provider's compiler means: not this subgraph)
+        return False
+    return True
+
+
+def partition(model: onnx.ModelProto, providers: list[str], fallback: str,
+              compiles: Compiles = _compiles) -> list[Partition]:
+    """Split `model` into partitions for `providers` (priority order); the rest goes to `fallback`."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    graph = inferred.graph
+    values = graph_values(graph)
+    opsets = model_opsets(inferred)
+    accelerators = [p for p in providers if p != fallback]
+    owners = [next((p for p in accelerators if PROVIDERS[p].capability.refusal(n, opsets, values) is None), fallback)
+              for n in graph.node]
+    groups = _groups(graph, owners)
+    pieces: list[tuple[str, list[int]]] = []
+    for provider, members in groups:
+        if provider == fallback:
+            pieces.append((provider, members))
+        else:
+            split = list(_compiled_pieces(inferred, provider, fallback, members, compiles))
+            pieces.extend(_rejoin(inferred, split, fallback, compiles))
+    return [_partition(inferred, f"p{i}", provider, members)
+            for i, (provider, members) in enumerate(_merge_fallbacks(pieces, fallback))]
+
+
+def _groups(graph: onnx.GraphProto, owners: list[str]) -> list[tuple[str, list[int]]]:
+    """Greedy maximal acyclic grouping: a node joins a group of its provider unless that would close a cycle."""
+    producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
+    group_of: list[int] = []
+    groups: list[tuple[str, list[int]]] = []
+    ancestors: list[set[int]] = []  # groups each group depends on, transitively
+    for index, node in enumerate(graph.node):
+        before = {group_of[producer[name]] for name in _reads(node) if name in producer}
+        upstream = set(before).union(*(ancestors[g] for g in before))
+        candidates = [g for g, (provider, _) in enumerate(groups) if provider == owners[index]
+                      and not any(g in ancestors[other] for other in before if other != g)]
+        if candidates:
+            chosen = max(candidates)
+        else:
+            chosen = len(groups)
+            groups.append((owners[index], []))
+            ancestors.append(set())
+        groups[chosen][1].append(index)
+        group_of.append(chosen)
+        ancestors[chosen] |= upstream - {chosen}
+        for g, seen in enumerate(ancestors):
+            if chosen in seen:
+                seen |= ancestors[chosen]
+    order = _topological(len(groups), ancestors)
+    return [groups[g] for g in order]
+
+
+def _topological(count: int, ancestors: list[set[int]]) -> list[int]:
+    return sorted(range(count), key=lambda g: (len(ancestors[g]), g))
+
+
+def _compiled_pieces(model: onnx.ModelProto, provider: str, fallback: str, members: list[int],
+                     compiles: Compiles) -> Iterator[tuple[str, list[int]]]:
+    """The group as one piece if its provider compiles it; else halves, down to single nodes that fall back."""
+    if compiles(provider, _extract(model, members)):
+        yield provider, members
+    elif len(members) == 1:
+        yield fallback, members
+    else:
+        half = len(members) // 2
+        yield from _compiled_pieces(model, provider, fallback, members[:half], compiles)
+        yield from _compiled_pieces(model, provider, fallback, members[half:], compiles)
+
+
+def _rejoin(model: onnx.ModelProto, pieces: list[tuple[str, list[int]]], fallback: str, compiles: Compiles
+            ) -> list[tuple[str, list[int]]]:
+    """Undo needless splits: neighbouring pieces of one accelerator join when the provider compiles them together."""
+    joined: list[tuple[str, list[int]]] = []
+    for provider, members in pieces:
+        if joined and joined[-1][0] == provider != fallback:
+            together = joined[-1][1] + members
+            if compiles(provider, _extract(model, together)):
+                joined[-1] = (provider, together)
+                continue
+        joined.append((provider, members))
+    return joined
+
+
+def _merge_fallbacks(pieces: list[tuple[str, list[int]]], fallback: str) -> list[tuple[str, list[int]]]:
+    merged: list[tuple[str, list[int]]] = []
+    for provider, members in pieces:
+        if merged and merged[-1][0] == provider == fallback and min(members) > max(merged[-1][1]):
+            merged[-1] = (provider, merged[-1][1] + members)
+        else:
+            merged.append((provider, members))
+    return merged
+
+
+def _reads(node: onnx.NodeProto) -> set[str]:
+    """Every value a node reads, including outer-scope values its subgraphs use."""
+    names = {name for name in node.input if name}
+    for attr in node.attribute:
+        for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            names |= _outer_reads(body)
+    return names
+
+
+def _outer_reads(graph: onnx.GraphProto) -> set[str]:
+    local = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    local |= {out for node in graph.node for out in node.output}
+    reads: set[str] = set()
+    for node in graph.node:
+        reads |= _reads(node)
+    reads |= {o.name for o in graph.output}
+    return reads - local
+
+
+def _extract(model: onnx.ModelProto, members: list[int]) -> onnx.ModelProto:
+    """The nodes `members` of `model`'s graph as a standalone model."""
+    graph = model.graph
+    nodes = [graph.node[i] for i in members]
+    produced = {out for node in nodes for out in node.output if out}
+    weights = {t.name: t for t in graph.initializer}
+    inside = set(members)
+    later_reads = set().union(*(_reads(node) for i, node in enumerate(graph.node) if i not in inside))
+    graph_outputs = {o.name for o in graph.output}
+    known = {v.name: v for v in [*graph.input, *graph.value_info, *graph.output]}
+    ordered_reads = [name for node in nodes for name in sorted(_reads(node))]
+    inputs = list(dict.fromkeys(n for n in ordered_reads if n not in produced and n not in weights))
+    outputs = list(dict.fromkeys(out for node in nodes for out in node.output
+                                 if out and (out in later_reads or out in graph_outputs)))
+    sub = onnx.helper.make_graph(
+        nodes, graph.name or "partition", [_value_info(known, name) for name in inputs],
+        [_value_info(known, name) for name in outputs],
+        initializer=[weights[n] for n in dict.fromkeys(ordered_reads) if n in weights],
+        value_info=[v for v in graph.value_info if v.name in produced and v.name not in outputs])
+    return onnx.helper.make_model(sub, opset_imports=list(model.opset_import), ir_version=model.ir_version,
+                                  functions=list(model.functions))
+
+
+def _value_info(known: dict[str, onnx.ValueInfoProto], name: str) -> onnx.ValueInfoProto:
+    if name not in known:
+        raise ValueError(f"the type of {name!r} is unknown after shape inference, so it cannot cross partitions")
+    return known[name]
+
+
+def _partition(model: onnx.ModelProto, pid: str, provider: str, members: list[int]) -> Partition:
+    sub = _extract(model, members)
+    return Partition(pid, provider, sub, sorted({model.graph.node[i].op_type for i in members}))
+
+
+def whole(model: onnx.ModelProto, provider: str) -> Partition:
+    """The whole model as one partition on `provider`."""
+    return Partition("p0", provider, model, sorted({node.op_type for node in model.graph.node}))

@@ -1,0 +1,101 @@
+"""Seeded random inputs that fit a model's input specs: for benchmarks and smoke runs without real data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from .errors import EdgepackError
+
+FIRST_AXIS = 1
+"""Size of a symbolic or unknown dim on axis 0 (the batch, usually)."""
+OTHER_AXES = 64
+"""Size of a symbolic or unknown dim on any other axis."""
+
+
+class Spec(Protocol):
+    """What `sample_feeds` reads of an input: `edgepack.runtime.TensorSpec` fits."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def shape(self) -> Sequence[int | str | None] | None: ...
+
+
+def sample_feeds(specs: Sequence[Spec], seed: int = 0, dims: Mapping[str, int] | None = None
+                 ) -> dict[str, np.ndarray]:
+    """One array per spec: floats uniform in [-1, 1], integers in [0, 10), bools at random.
+
+    Fixed dims are kept. A symbolic dim takes its size from `dims` (dim name -> size), else 1 on axis 0 and 64
+    elsewhere; a symbolic name shared by several axes or inputs gets one size everywhere. Unknown dims (None)
+    follow the same axis rule. The same `seed` gives the same arrays."""
+    sizes = dict(dims or {})
+    for dim, size in sizes.items():
+        if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
+            raise EdgepackError(f"dim {dim!r} must be a positive integer, got {size!r}",
+                                fix="give each symbolic dim a size of 1 or more")
+    rng = np.random.default_rng(seed)
+    return {spec.name: _sample(spec, _shape(spec, sizes), rng) for spec in specs}
+
+
+def _shape(spec: Spec, sizes: dict[str, int]) -> tuple[int, ...]:
+    if spec.shape is None:
+        raise EdgepackError(f"input {spec.name!r} has no known rank, so no input can be generated for it",
+                            where=f"input {spec.name!r}", fix="give the input yourself (--input NAME=FILE.npy)")
+    shape = []
+    for axis, dim in enumerate(spec.shape):
+        if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+            shape.append(int(dim))
+        elif isinstance(dim, str):
+            shape.append(sizes.setdefault(dim, FIRST_AXIS if axis == 0 else OTHER_AXES))
+        else:
+            shape.append(FIRST_AXIS if axis == 0 else OTHER_AXES)
+    return tuple(shape)
+
+
+def _sample(spec: Spec, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    try:
+        dtype = np.dtype(spec.dtype)
+    except TypeError:
+        dtype = None
+    if dtype is not None and dtype.kind == "f":
+        return rng.uniform(-1.0, 1.0, shape).astype(dtype)
+    if dtype is not None and dtype.kind in "iu":
+        return rng.integers(0, 10, shape, dtype=dtype)
+    if dtype is not None and dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    raise EdgepackError(f"input {spec.name!r} is {spec.dtype}, for which no random input can be generated",
+                        where=f"input {spec.name!r}", fix="give the input yourself (--input NAME=FILE.npy)")
+
+
+def dims_of(specs: Sequence[Spec], feeds: Mapping[str, Any]) -> dict[str, int]:
+    """The sizes that given arrays fix for symbolic dims, so that generated inputs agree with them."""
+    sizes: dict[str, int] = {}
+    for spec in specs:
+        array = feeds.get(spec.name)
+        if array is None or spec.shape is None or np.ndim(array) != len(spec.shape):
+            continue
+        for dim, size in zip(spec.shape, np.shape(array)):
+            if isinstance(dim, str):
+                sizes.setdefault(dim, int(size))
+    return sizes
+
+
+def parse_dims(specs: Sequence[str]) -> dict[str, int]:
+    """`--dim NAME=SIZE` options -> {NAME: SIZE}."""
+    dims: dict[str, int] = {}
+    for spec in specs:
+        name, sep, size = spec.partition("=")
+        try:
+            value = int(size)
+        except ValueError:
+            value = 0
+        if not sep or not name.strip() or value <= 0:
+            raise EdgepackError(f"bad --dim {spec!r}", fix="write it as NAME=SIZE with a positive integer size, "
+                                                          "e.g. --dim batch=4 (`edgepack inspect` shows the dim names)")
+        dims[name.strip()] = value
+    return dims

@@ -1,0 +1,127 @@
+"""The verify stage: run the bundle next to the fp32 source on `reference`, on the same sample inputs, and measure
+per output max abs diff, cosine similarity and top-1 agreement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from .errors import EdgepackError
+from .profile import Profile
+from .sample_inputs import sample_feeds
+
+SEEDS = (0, 1)
+"""Seeds of the generated sample inputs when the user gives none."""
+FIDELITY_CHECK_OPTIONS = {"openvino": {"inference_precision": "fp32"}}
+"""Accelerators compute in full precision while fidelity is checked (OpenVINO defaults to bf16 on AMX CPUs)."""
+
+
+def load_sample_inputs(folder: str | Path, input_names: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    """Samples from a folder: each `.npz` is one sample (arrays named after the inputs); `<input>.npy` files make
+    one more sample together."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise EdgepackError(f"sample inputs folder {str(folder)!r} does not exist", where=str(folder),
+                            fix="give --sample-inputs a folder of .npz files (one sample each) or <input>.npy files")
+    samples = []
+    for path in sorted(folder.glob("*.npz")):
+        with np.load(path) as archive:
+            samples.append({name: archive[name] for name in archive.files})
+    loose = {path.stem: np.load(path) for path in sorted(folder.glob("*.npy"))}
+    if loose:
+        samples.append(loose)
+    if not samples:
+        raise EdgepackError(f"no .npz or .npy files in {str(folder)!r}", where=str(folder),
+                            fix="save one sample per .npz file (np.savez(path, **{input_name: array}))")
+    for index, sample in enumerate(samples):
+        unknown = sorted(set(sample) - set(input_names))
+        missing = sorted(set(input_names) - set(sample))
+        if unknown or missing:
+            raise EdgepackError(f"sample {index} in {str(folder)!r} does not match the model's inputs: missing "
+                                f"{missing or 'none'}, unknown {unknown or 'none'}", where=str(folder),
+                                fix=f"give arrays named exactly {list(input_names)}")
+    return samples
+
+
+def compare(expected: np.ndarray, actual: np.ndarray) -> dict[str, float | None]:
+    """Max abs diff, cosine similarity and (for scores on a last axis) top-1 agreement of two arrays."""
+    if expected.shape != actual.shape:
+        return {"max_abs_diff": float("inf"), "cosine": 0.0, "top1_agreement": 0.0}
+    a = np.asarray(expected, dtype=np.float64).ravel()
+    b = np.asarray(actual, dtype=np.float64).ravel()
+    if a.size == 0:
+        return {"max_abs_diff": 0.0, "cosine": 1.0, "top1_agreement": None}
+    finite = np.isfinite(a) & np.isfinite(b)
+    same_nonfinite = bool(np.array_equal(a[~finite], b[~finite], equal_nan=True))
+    diff = float(np.max(np.abs(a[finite] - b[finite]))) if finite.any() else 0.0
+    norms = float(np.linalg.norm(a[finite]) * np.linalg.norm(b[finite]))
+    cosine = float(np.dot(a[finite], b[finite]) / norms) if norms > 0 else float(np.array_equal(a, b, equal_nan=True))
+    if not same_nonfinite:
+        diff, cosine = float("inf"), 0.0
+    top1 = None
+    if expected.ndim >= 1 and expected.shape[-1] > 1 and np.issubdtype(expected.dtype, np.floating):
+        top1 = float(np.mean(np.argmax(expected, axis=-1) == np.argmax(actual, axis=-1)))
+    return {"max_abs_diff": diff, "cosine": cosine, "top1_agreement": top1}
+
+
+SampleInputs = str | Path | Sequence[dict[str, np.ndarray]] | None
+"""A folder of .npz/.npy files, or (Python API) a list of feeds dicts, or None for generated inputs."""
+
+
+def verify(source: onnx.ModelProto, bundle: Path, profile: Profile, sample_inputs: SampleInputs = None,
+           dims: dict[str, int] | None = None) -> dict[str, Any]:
+    """The manifest's `fidelity`: the bundle against the fp32 source on `reference`, per output."""
+    from edgepack.runtime import Session
+
+    built = Session(bundle, provider_options=FIDELITY_CHECK_OPTIONS)
+    oracle = Session(source, providers=["reference"])
+    if isinstance(sample_inputs, (str, Path)):
+        samples = load_sample_inputs(sample_inputs, [spec.name for spec in built.inputs])
+        origin = str(sample_inputs)
+    elif sample_inputs is not None:
+        samples, origin = [dict(feeds) for feeds in sample_inputs], "given by the caller"
+    else:
+        samples = [sample_feeds(built.inputs, seed=seed, dims=dims) for seed in SEEDS]
+        origin = f"generated (seeds {', '.join(map(str, SEEDS))}; floats in [-1, 1], integers in [0, 10))"
+    outputs: dict[str, dict[str, float | None]] = {}
+    for index, feeds in enumerate(samples):
+        try:
+            expected = oracle.run(feeds)
+        except EdgepackError:
+            raise
+        except Exception as error:  # noqa: BLE001  (the source model itself rejects these inputs)
+            raise EdgepackError(
+                f"the source model fails on sample input {index} ({origin}): {type(error).__name__}: {error}",
+                where="verify stage", fix="give real inputs with --sample-inputs DIR, or pin the input shapes "
+                                          "with --input-shape NAME=1,3,224,224") from error
+        actual = built.run(feeds)
+        for name, value in expected.items():
+            _fold(outputs.setdefault(name, {}), compare(np.asarray(value), np.asarray(actual[name])))
+    tolerance = {"min_cosine": profile.min_cosine, "max_abs_diff": profile.max_abs_diff}
+    failures = [name for name, m in outputs.items() if m["cosine"] < profile.min_cosine
+                or (profile.max_abs_diff is not None and m["max_abs_diff"] > profile.max_abs_diff)]
+    return {"oracle": "reference provider on the fp32 source", "inputs": origin, "samples": len(samples),
+            "outputs": outputs, "tolerance": tolerance, "passed": not failures, "failed_outputs": failures}
+
+
+def _fold(total: dict[str, float | None], metrics: dict[str, float | None]) -> None:
+    """Worst case over samples: largest diff, smallest cosine and top-1 agreement."""
+    for key, value in metrics.items():
+        if key not in total:
+            total[key] = value
+        elif value is not None and total[key] is not None:
+            total[key] = max(total[key], value) if key == "max_abs_diff" else min(total[key], value)
+
+
+def fidelity_summary(fidelity: dict[str, Any]) -> str:
+    """One line per output: cosine, max abs diff, top-1 agreement."""
+
+    def fmt(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.6g}"
+
+    return "; ".join(f"{name}: cosine {fmt(m['cosine'])}, max abs diff {fmt(m['max_abs_diff'])}, top-1 "
+                     f"{fmt(m['top1_agreement'])}" for name, m in fidelity["outputs"].items())

@@ -137,6 +137,8 @@ def _print_model(info: dict[str, Any]) -> None:
 
 
 def _print_bundle(info: dict[str, Any]) -> None:
+    from .verify import fidelity_summary
+
     manifest = info["manifest"]
     source = manifest["source"]
     summary = Table(title=f"bundle {escape(info['path'])}", title_justify="left", show_header=False)
@@ -149,18 +151,22 @@ def _print_bundle(info: dict[str, Any]) -> None:
                               f"sha256 {source['sha256'][:16]}...")
     summary.add_row("quantization", f"weights {manifest['quantization']['weights']}, "
                                     f"activations {manifest['quantization']['activations']}")
-    summary.add_row("fidelity", "not verified" if manifest["fidelity"] is None else json.dumps(manifest["fidelity"]))
+    summary.add_row("fidelity", "not verified" if not manifest["fidelity"]
+                    else escape(fidelity_summary(manifest["fidelity"])) + ("" if manifest["fidelity"]["passed"]
+                                                                           else " [red](below tolerance, accepted)[/]"))
     summary.add_row("passes", ", ".join(f"{p['name']} -{p['removed']}"
                                         + ("" if p["status"] == "ok" else f" ({p['status']})")
                                         for p in manifest["passes"]))
     stdout.print(summary)
     _print_values("inputs", manifest["inputs"])
     _print_values("outputs", manifest["outputs"])
-    parts = Table(title="partitions", title_justify="left")
-    for column in ("id", "provider", "artefact", "nodes", "inputs", "outputs"):
+    nodes = sum(p["nodes"] for p in manifest["partitions"]) or 1
+    parts = Table(title="plan: partitions in run order", title_justify="left")
+    for column in ("id", "provider", "artefact", "nodes", "ops", "inputs", "outputs"):
         parts.add_column(column)
     for p in manifest["partitions"]:
-        parts.add_row(p["id"], p["provider"], escape(p["artifact"]), str(p["nodes"]), escape(", ".join(p["inputs"])),
+        parts.add_row(p["id"], p["provider"], escape(p["artifact"]), f"{p['nodes']} ({100 * p['nodes'] / nodes:.0f}%)",
+                      escape(", ".join(p.get("ops", []))), escape(", ".join(p["inputs"])),
                       escape(", ".join(p["outputs"])))
     stdout.print(parts)
     arts = Table(title="artefacts (sha256 checked)", title_justify="left")

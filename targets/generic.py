@@ -24,4 +24,5 @@ def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         "inputs": [i.name for i in graph.input if i.name not in initializers],
         "outputs": [o.name for o in graph.output],
         "nodes": count_nodes(bundle.model),
+        "ops": sorted({node.op_type for node in graph.node}),
     }]

@@ -71,3 +71,17 @@ def test_tampered_bundle_is_refused_before_running(tmp_path: Path) -> None:
 def test_unknown_provider_is_a_user_error() -> None:
     with pytest.raises(EdgepackError, match="unknown provider 'tpu'.*reference"):
         Session(samples.path("tiny-cnn"), providers=["tpu"])
+
+
+def test_unknown_format_version_is_refused(tmp_path: Path) -> None:
+    bundle = edgepack.build(samples.path("tiny-cnn"), "generic", tmp_path).bundle_dir
+    manifest = (bundle / "manifest.json").read_text()
+    (bundle / "manifest.json").write_text(manifest.replace('"format_version": 1', '"format_version": 99'))
+    with pytest.raises(EdgepackError, match="format version 99 is not supported"):
+        Session(bundle)
+
+
+def test_ir_partition_needs_its_provider(tmp_path: Path) -> None:
+    bundle = edgepack.build(samples.path("tiny-cnn"), "intel-nuc", tmp_path).bundle_dir
+    with pytest.raises(EdgepackError, match="only the 'openvino' provider runs it"):
+        Session(bundle, providers=["reference"])

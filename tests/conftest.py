@@ -1,7 +1,12 @@
-"""Shared fixtures: the CLI run in-process."""
+"""Shared fixtures (the CLI run in-process) and the conformance counts per provider, printed after the run.
+
+The counting hooks live here, not beside the conformance tests: under xdist only the root conftest is loaded by
+the controller process, which prints the summary."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgepack.cli import main
+from tests.runtime.providers.node_backend import NOT_CLAIMED
 
 
 @dataclass
@@ -31,3 +37,27 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+COUNTS: dict[str, Counter[str]] = defaultdict(Counter)
+CASE = re.compile(r"::TestNodeCases_(\w+)::test_\w+_cpu$")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    match = CASE.search(report.nodeid)
+    if not match or (report.when != "call" and not (report.when == "setup" and report.outcome != "passed")):
+        return
+    if report.skipped:
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        COUNTS[match.group(1)]["not claimed" if NOT_CLAIMED in reason else "skipped"] += 1
+    else:
+        COUNTS[match.group(1)][report.outcome] += 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not COUNTS:
+        return
+    terminalreporter.section("onnx node-test conformance")
+    for provider, counts in sorted(COUNTS.items()):
+        terminalreporter.write_line(f"{provider:>10}: {counts['passed']} passed, {counts['failed']} failed, "
+                                    f"{counts['not claimed']} not claimed (of {sum(counts.values())})")

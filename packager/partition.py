@@ -54,26 +54,71 @@ def partition(model: onnx.ModelProto, providers: list[str], fallback: str,
     accelerators = [p for p in providers if p != fallback]
     owners = [next((p for p in accelerators if PROVIDERS[p].capability.refusal(n, opsets, values) is None), fallback)
               for n in graph.node]
-    groups = _groups(graph, owners)
+    graph_parts = _GraphParts(inferred)
     pieces: list[tuple[str, list[int]]] = []
-    for provider, members in groups:
+    for provider, members in _groups(graph, owners, graph_parts.reads):
         if provider == fallback:
             pieces.append((provider, members))
         else:
-            split = list(_compiled_pieces(inferred, provider, fallback, members, compiles))
-            pieces.extend(_rejoin(inferred, split, fallback, compiles))
-    return [_partition(inferred, f"p{i}", provider, members)
+            split = list(_compiled_pieces(graph_parts, provider, fallback, members, compiles))
+            pieces.extend(_rejoin(graph_parts, split, fallback, compiles))
+    return [Partition(f"p{i}", provider, graph_parts.extract(members),
+                      sorted({graph.node[index].op_type for index in members}))
             for i, (provider, members) in enumerate(_merge_fallbacks(pieces, fallback))]
 
 
-def _groups(graph: onnx.GraphProto, owners: list[str]) -> list[tuple[str, list[int]]]:
+class _GraphParts:
+    """Cuts standalone models out of one graph; what every cut needs (the values each node reads, the weights, the
+    value types) is computed once, and each cut once."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self.model = model
+        graph = model.graph
+        self.reads = [_reads(node) for node in graph.node]
+        self.weights = {t.name: t for t in graph.initializer}
+        self.known = {v.name: v for v in [*graph.input, *graph.value_info, *graph.output]}
+        self.graph_outputs = {o.name for o in graph.output}
+        self.cuts: dict[tuple[int, ...], onnx.ModelProto] = {}
+
+    def extract(self, members: list[int]) -> onnx.ModelProto:
+        """The nodes `members` of the graph as a standalone model."""
+        key = tuple(members)
+        if key not in self.cuts:
+            self.cuts[key] = self._cut(members)
+        return self.cuts[key]
+
+    def _cut(self, members: list[int]) -> onnx.ModelProto:
+        graph = self.model.graph
+        nodes = [graph.node[i] for i in members]
+        produced = {out for node in nodes for out in node.output if out}
+        inside = set(members)
+        later_reads = set().union(*(reads for i, reads in enumerate(self.reads) if i not in inside))
+        ordered_reads = [name for i in members for name in sorted(self.reads[i])]
+        inputs = list(dict.fromkeys(n for n in ordered_reads if n not in produced and n not in self.weights))
+        outputs = list(dict.fromkeys(out for node in nodes for out in node.output
+                                     if out and (out in later_reads or out in self.graph_outputs)))
+        sub = onnx.helper.make_graph(
+            nodes, graph.name or "partition", [self._value_info(name) for name in inputs],
+            [self._value_info(name) for name in outputs],
+            initializer=[self.weights[n] for n in dict.fromkeys(ordered_reads) if n in self.weights],
+            value_info=[v for v in graph.value_info if v.name in produced and v.name not in outputs])
+        return onnx.helper.make_model(sub, opset_imports=list(self.model.opset_import),
+                                      ir_version=self.model.ir_version, functions=list(self.model.functions))
+
+    def _value_info(self, name: str) -> onnx.ValueInfoProto:
+        if name not in self.known:
+            raise ValueError(f"the type of {name!r} is unknown after shape inference, so it cannot cross partitions")
+        return self.known[name]
+
+
+def _groups(graph: onnx.GraphProto, owners: list[str], reads: list[set[str]]) -> list[tuple[str, list[int]]]:
     """Greedy maximal acyclic grouping: a node joins a group of its provider unless that would close a cycle."""
     producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
     group_of: list[int] = []
     groups: list[tuple[str, list[int]]] = []
     ancestors: list[set[int]] = []  # groups each group depends on, transitively
-    for index, node in enumerate(graph.node):
-        before = {group_of[producer[name]] for name in _reads(node) if name in producer}
+    for index in range(len(graph.node)):
+        before = {group_of[producer[name]] for name in reads[index] if name in producer}
         upstream = set(before).union(*(ancestors[g] for g in before))
         candidates = [g for g, (provider, _) in enumerate(groups) if provider == owners[index]
                       and not any(g in ancestors[other] for other in before if other != g)]
@@ -89,35 +134,31 @@ def _groups(graph: onnx.GraphProto, owners: list[str]) -> list[tuple[str, list[i
         for g, seen in enumerate(ancestors):
             if chosen in seen:
                 seen |= ancestors[chosen]
-    order = _topological(len(groups), ancestors)
-    return [groups[g] for g in order]
+    # A group comes after its ancestors: it has every one of their ancestors and them besides.
+    return [groups[g] for g in sorted(range(len(groups)), key=lambda g: (len(ancestors[g]), g))]
 
 
-def _topological(count: int, ancestors: list[set[int]]) -> list[int]:
-    return sorted(range(count), key=lambda g: (len(ancestors[g]), g))
-
-
-def _compiled_pieces(model: onnx.ModelProto, provider: str, fallback: str, members: list[int],
+def _compiled_pieces(parts: _GraphParts, provider: str, fallback: str, members: list[int],
                      compiles: Compiles) -> Iterator[tuple[str, list[int]]]:
     """The group as one piece if its provider compiles it; else halves, down to single nodes that fall back."""
-    if compiles(provider, _extract(model, members)):
+    if compiles(provider, parts.extract(members)):
         yield provider, members
     elif len(members) == 1:
         yield fallback, members
     else:
         half = len(members) // 2
-        yield from _compiled_pieces(model, provider, fallback, members[:half], compiles)
-        yield from _compiled_pieces(model, provider, fallback, members[half:], compiles)
+        yield from _compiled_pieces(parts, provider, fallback, members[:half], compiles)
+        yield from _compiled_pieces(parts, provider, fallback, members[half:], compiles)
 
 
-def _rejoin(model: onnx.ModelProto, pieces: list[tuple[str, list[int]]], fallback: str, compiles: Compiles
+def _rejoin(parts: _GraphParts, pieces: list[tuple[str, list[int]]], fallback: str, compiles: Compiles
             ) -> list[tuple[str, list[int]]]:
     """Undo needless splits: neighbouring pieces of one accelerator join when the provider compiles them together."""
     joined: list[tuple[str, list[int]]] = []
     for provider, members in pieces:
         if joined and joined[-1][0] == provider != fallback:
             together = joined[-1][1] + members
-            if compiles(provider, _extract(model, together)):
+            if compiles(provider, parts.extract(together)):
                 joined[-1] = (provider, together)
                 continue
         joined.append((provider, members))
@@ -151,40 +192,6 @@ def _outer_reads(graph: onnx.GraphProto) -> set[str]:
         reads |= _reads(node)
     reads |= {o.name for o in graph.output}
     return reads - local
-
-
-def _extract(model: onnx.ModelProto, members: list[int]) -> onnx.ModelProto:
-    """The nodes `members` of `model`'s graph as a standalone model."""
-    graph = model.graph
-    nodes = [graph.node[i] for i in members]
-    produced = {out for node in nodes for out in node.output if out}
-    weights = {t.name: t for t in graph.initializer}
-    inside = set(members)
-    later_reads = set().union(*(_reads(node) for i, node in enumerate(graph.node) if i not in inside))
-    graph_outputs = {o.name for o in graph.output}
-    known = {v.name: v for v in [*graph.input, *graph.value_info, *graph.output]}
-    ordered_reads = [name for node in nodes for name in sorted(_reads(node))]
-    inputs = list(dict.fromkeys(n for n in ordered_reads if n not in produced and n not in weights))
-    outputs = list(dict.fromkeys(out for node in nodes for out in node.output
-                                 if out and (out in later_reads or out in graph_outputs)))
-    sub = onnx.helper.make_graph(
-        nodes, graph.name or "partition", [_value_info(known, name) for name in inputs],
-        [_value_info(known, name) for name in outputs],
-        initializer=[weights[n] for n in dict.fromkeys(ordered_reads) if n in weights],
-        value_info=[v for v in graph.value_info if v.name in produced and v.name not in outputs])
-    return onnx.helper.make_model(sub, opset_imports=list(model.opset_import), ir_version=model.ir_version,
-                                  functions=list(model.functions))
-
-
-def _value_info(known: dict[str, onnx.ValueInfoProto], name: str) -> onnx.ValueInfoProto:
-    if name not in known:
-        raise ValueError(f"the type of {name!r} is unknown after shape inference, so it cannot cross partitions")
-    return known[name]
-
-
-def _partition(model: onnx.ModelProto, pid: str, provider: str, members: list[int]) -> Partition:
-    sub = _extract(model, members)
-    return Partition(pid, provider, sub, sorted({model.graph.node[i].op_type for i in members}))
 
 
 def whole(model: onnx.ModelProto, provider: str) -> Partition:

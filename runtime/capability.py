@@ -112,8 +112,9 @@ def model_opsets(model: onnx.ModelProto) -> dict[str, int]:
 
 
 def attribute(node: onnx.NodeProto, name: str, default: object = None) -> object:
-    """The value of attribute `name` of `node`, or `default`."""
+    """The value of attribute `name` of `node` (strings decoded), or `default`."""
     for attr in node.attribute:
         if attr.name == name:
-            return onnx.helper.get_attribute_value(attr)
+            value = onnx.helper.get_attribute_value(attr)
+            return value.decode() if isinstance(value, bytes) else value
     return default

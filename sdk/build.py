@@ -43,9 +43,9 @@ def target_available(profile: Profile) -> str | None:
     missing = [p for p in profile.providers if p not in PROVIDERS]
     if missing:
         return f"the {', '.join(map(repr, missing))} provider is not built in this version"
-    unusable = [f"{p}: {PROVIDERS[p].missing()}" for p in profile.providers if PROVIDERS[p].missing()]
-    if unusable:
-        return unusable[0]
+    for name in profile.providers:
+        if reason := PROVIDERS[name].missing():
+            return f"{name}: {reason}"
     if (profile.weights, profile.activations) not in TARGETS[profile.target].precisions:
         return (f"weights {profile.weights} with activations {profile.activations} is not built for the "
                 f"{profile.target!r} target in this version")

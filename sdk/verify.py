@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 
 from .errors import EdgepackError
+from .input_files import load_array
 from .profile import Profile
 from .sample_inputs import sample_feeds
 
@@ -31,7 +32,7 @@ def load_sample_inputs(folder: str | Path, input_names: Sequence[str]) -> list[d
     for path in sorted(folder.glob("*.npz")):
         with np.load(path) as archive:
             samples.append({name: archive[name] for name in archive.files})
-    loose = {path.stem: np.load(path) for path in sorted(folder.glob("*.npy"))}
+    loose = {path.stem: load_array(path.stem, path) for path in sorted(folder.glob("*.npy"))}
     if loose:
         samples.append(loose)
     if not samples:

@@ -62,16 +62,17 @@ def _declared_dtypes(model: onnx.ModelProto) -> dict[str, np.dtype]:
 
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> OpenVINOPartition:
+    return OpenVINOPartition(_read_onnx(model), options, [o.name for o in model.graph.output],
+                             _declared_dtypes(model))
+
+
+def _read_onnx(model: onnx.ModelProto) -> Any:
+    """The ONNX model as an OpenVINO model whose results carry exactly the ONNX output names (OpenVINO may list
+    several names per tensor)."""
     ov_model = _core().read_model(model.SerializeToString())
-    names = [o.name for o in model.graph.output]
-    _name_outputs(ov_model, names)
-    return OpenVINOPartition(ov_model, options, names, _declared_dtypes(model))
-
-
-def _name_outputs(ov_model: Any, names: list[str]) -> None:
-    """Make each result's first tensor name the ONNX output name (OpenVINO may list several names per tensor)."""
-    for port, name in zip(ov_model.outputs, names):
-        port.get_tensor().set_names({name})
+    for port, output in zip(ov_model.outputs, model.graph.output):
+        port.get_tensor().set_names({output.name})
+    return ov_model
 
 
 def load_partition(path: Path, options: Options) -> OpenVINOPartition:
@@ -83,9 +84,7 @@ def to_ir(model: onnx.ModelProto, xml_path: Path, compress_to_fp16: bool) -> Non
     """Save an ONNX partition as OpenVINO IR (`.xml` + `.bin`), with fp16 weights when asked."""
     import openvino as ov
 
-    ov_model = _core().read_model(model.SerializeToString())
-    _name_outputs(ov_model, [o.name for o in model.graph.output])
-    ov.save_model(ov_model, str(xml_path), compress_to_fp16=compress_to_fp16)
+    ov.save_model(_read_onnx(model), str(xml_path), compress_to_fp16=compress_to_fp16)
 
 
 def _missing() -> str | None:

@@ -209,11 +209,7 @@ def _refuse(condition: Callable[[onnx.NodeProto, Values], bool], reason: str
 
 
 def _attr_is(name: str, *refused: object) -> Callable[[onnx.NodeProto, Values], bool]:
-    def check(node: onnx.NodeProto, values: Values) -> bool:
-        value = attribute(node, name)
-        return (value.decode() if isinstance(value, bytes) else value) in refused
-
-    return check
+    return lambda node, values: attribute(node, name) in refused
 
 
 def _axes_not_constant(node: onnx.NodeProto, values: Values) -> bool:
@@ -229,8 +225,8 @@ def _rank_not(rank: int) -> Callable[[onnx.NodeProto, Values], bool]:
 
 
 def _resize_refused(node: onnx.NodeProto, values: Values) -> str | None:
-    mode = (attribute(node, "mode", b"nearest") or b"nearest").decode()
-    transform = (attribute(node, "coordinate_transformation_mode", b"half_pixel") or b"").decode()
+    mode = attribute(node, "mode", "nearest")
+    transform = attribute(node, "coordinate_transformation_mode", "half_pixel")
     if mode == "cubic":
         return "mode 'cubic' is not supported"
     if transform == "tf_crop_and_resize":
@@ -241,7 +237,7 @@ def _resize_refused(node: onnx.NodeProto, values: Values) -> str | None:
         return "linear with align_corners is not supported"
     if attribute(node, "antialias", 0):
         return "antialias is not supported"
-    if (attribute(node, "keep_aspect_ratio_policy", b"stretch") or b"stretch").decode() != "stretch":
+    if attribute(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
         return "keep_aspect_ratio_policy other than 'stretch' is not supported"
     return None
 

@@ -18,7 +18,10 @@ NOT_CLAIMED = "not claimed"
 
 def claim_refusal(provider: str, model: onnx.ModelProto) -> str | None:
     """Why `provider` does not claim every node of `model` (after shape inference), or None."""
-    inferred = onnx.shape_inference.infer_shapes(model)
+    return _refusal(provider, onnx.shape_inference.infer_shapes(model))
+
+
+def _refusal(provider: str, inferred: onnx.ModelProto) -> str | None:
     return PROVIDERS[provider].capability.graph_refusal(inferred.graph, model_opsets(inferred),
                                                          graph_values(inferred.graph))
 
@@ -41,10 +44,10 @@ def backend_for(provider: str) -> type[onnx.backend.base.Backend]:
     class ProviderBackend(onnx.backend.base.Backend):
         @classmethod
         def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> PartitionRep:
-            reason = claim_refusal(provider, model)
+            inferred = onnx.shape_inference.infer_shapes(model)
+            reason = _refusal(provider, inferred)
             if reason:
                 raise unittest.SkipTest(f"{NOT_CLAIMED} by {provider}: {reason}")
-            inferred = onnx.shape_inference.infer_shapes(model)
             return PartitionRep(PROVIDERS[provider].compile(inferred, {}), inferred)
 
         @classmethod

@@ -56,20 +56,23 @@ def partition(model: onnx.ModelProto, providers: list[str], fallback: str,
               for n in graph.node]
     graph_parts = _GraphParts(inferred)
     pieces: list[tuple[str, list[int]]] = []
-    for provider, members in _groups(graph, owners, graph_parts.reads):
+    for provider, members in _groups(graph, owners, graph_parts.reads, graph_parts.weight_nodes):
         if provider == fallback:
             pieces.append((provider, members))
         else:
             split = list(_compiled_pieces(graph_parts, provider, fallback, members, compiles))
             pieces.extend(_rejoin(graph_parts, split, fallback, compiles))
-    return [Partition(f"p{i}", provider, graph_parts.extract(members),
-                      sorted({graph.node[index].op_type for index in members}))
-            for i, (provider, members) in enumerate(_merge_fallbacks(pieces, fallback))]
+    cuts = [(provider, graph_parts.extract(members)) for provider, members in _merge_fallbacks(pieces, fallback)]
+    return [Partition(f"p{i}", provider, cut, sorted({node.op_type for node in cut.graph.node}))
+            for i, (provider, cut) in enumerate(cuts)]
 
 
 class _GraphParts:
     """Cuts standalone models out of one graph; what every cut needs (the values each node reads, the weights, the
-    value types) is computed once, and each cut once."""
+    value types) is computed once, and each cut once.
+
+    Weight nodes (computed from weights alone, such as the Cast of an fp16 weight) belong to no partition: each cut
+    takes a copy of those it reads, so weights never cross partitions at run time."""
 
     def __init__(self, model: onnx.ModelProto) -> None:
         self.model = model
@@ -78,7 +81,32 @@ class _GraphParts:
         self.weights = {t.name: t for t in graph.initializer}
         self.known = {v.name: v for v in [*graph.input, *graph.value_info, *graph.output]}
         self.graph_outputs = {o.name for o in graph.output}
+        self.producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
+        self.weight_nodes = self._weight_nodes()
         self.cuts: dict[tuple[int, ...], onnx.ModelProto] = {}
+
+    def _weight_nodes(self) -> set[int]:
+        overridable = {i.name for i in self.model.graph.input}
+        constant = {name for name in self.weights if name not in overridable}
+        found: set[int] = set()
+        for index, node in enumerate(self.model.graph.node):
+            outputs = [out for out in node.output if out]
+            if (self.reads[index] and self.reads[index] <= constant and outputs
+                    and not any(out in self.graph_outputs for out in outputs)):
+                found.add(index)
+                constant.update(outputs)
+        return found
+
+    def _with_weight_nodes(self, members: list[int]) -> list[int]:
+        """`members` plus the weight nodes they read, directly or through other weight nodes."""
+        needed, todo = set(members), list(members)
+        while todo:
+            for name in self.reads[todo.pop()]:
+                source = self.producer.get(name)
+                if source in self.weight_nodes and source not in needed:
+                    needed.add(source)
+                    todo.append(source)
+        return sorted(needed)
 
     def extract(self, members: list[int]) -> onnx.ModelProto:
         """The nodes `members` of the graph as a standalone model."""
@@ -89,9 +117,10 @@ class _GraphParts:
 
     def _cut(self, members: list[int]) -> onnx.ModelProto:
         graph = self.model.graph
+        members = self._with_weight_nodes(members)
         nodes = [graph.node[i] for i in members]
         produced = {out for node in nodes for out in node.output if out}
-        inside = set(members)
+        inside = set(members) | self.weight_nodes
         later_reads = set().union(*(reads for i, reads in enumerate(self.reads) if i not in inside))
         ordered_reads = [name for i in members for name in sorted(self.reads[i])]
         inputs = list(dict.fromkeys(n for n in ordered_reads if n not in produced and n not in self.weights))
@@ -111,14 +140,18 @@ class _GraphParts:
         return self.known[name]
 
 
-def _groups(graph: onnx.GraphProto, owners: list[str], reads: list[set[str]]) -> list[tuple[str, list[int]]]:
-    """Greedy maximal acyclic grouping: a node joins a group of its provider unless that would close a cycle."""
+def _groups(graph: onnx.GraphProto, owners: list[str], reads: list[set[str]], weight_nodes: set[int]
+            ) -> list[tuple[str, list[int]]]:
+    """Greedy maximal acyclic grouping: a node joins a group of its provider unless that would close a cycle.
+    Weight nodes join no group (each cut copies those it reads)."""
     producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
-    group_of: list[int] = []
+    group_of: dict[int, int] = {}
     groups: list[tuple[str, list[int]]] = []
     ancestors: list[set[int]] = []  # groups each group depends on, transitively
     for index in range(len(graph.node)):
-        before = {group_of[producer[name]] for name in reads[index] if name in producer}
+        if index in weight_nodes:
+            continue
+        before = {group_of[producer[name]] for name in reads[index] if producer.get(name) in group_of}
         upstream = set(before).union(*(ancestors[g] for g in before))
         candidates = [g for g, (provider, _) in enumerate(groups) if provider == owners[index]
                       and not any(g in ancestors[other] for other in before if other != g)]
@@ -129,7 +162,7 @@ def _groups(graph: onnx.GraphProto, owners: list[str], reads: list[set[str]]) ->
             groups.append((owners[index], []))
             ancestors.append(set())
         groups[chosen][1].append(index)
-        group_of.append(chosen)
+        group_of[index] = chosen
         ancestors[chosen] |= upstream - {chosen}
         for g, seen in enumerate(ancestors):
             if chosen in seen:

@@ -13,6 +13,8 @@ class Feed:
     scale: float = 1.0
     value: object = None
     """A fixed value (for control inputs such as a sample rate); random data otherwise."""
+    content: str = "normal"
+    """How random data is drawn: "normal" (standard normal times `scale`) or "text-page" (`images.text_page`)."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,9 @@ def _silero(name: str, member: str, chunk: int, sr: bool) -> Sample:
     return Sample(name, "real", tuple(feeds), SILERO, f"silero_vad/data/{member}", "audio VAD: LSTM, If bodies")
 
 
-def _ocr(name: str, member: str, shape: tuple[int, ...], notes: str) -> Sample:
-    return Sample(name, "real", (Feed("x", shape),), RAPIDOCR, f"rapidocr_onnxruntime/models/{member}", notes,
-                  {"x": shape})
+def _ocr(name: str, member: str, shape: tuple[int, ...], notes: str, content: str = "normal") -> Sample:
+    return Sample(name, "real", (Feed("x", shape, content=content),), RAPIDOCR,
+                  f"rapidocr_onnxruntime/models/{member}", notes, {"x": shape})
 
 
 SAMPLES: dict[str, Sample] = {
@@ -60,7 +62,8 @@ SAMPLES: dict[str, Sample] = {
             "silero_vad/data/silero_vad_16k_sequence.onnx",
             "audio VAD over a sequence of chunks",
         ),
-        _ocr("ppocr-det", "ch_PP-OCRv4_det_infer.onnx", (1, 3, 640, 640), "PP-OCRv4 text detection CNN"),
+        _ocr("ppocr-det", "ch_PP-OCRv4_det_infer.onnx", (1, 3, 640, 640), "PP-OCRv4 text detection CNN",
+             content="text-page"),
         _ocr("ppocr-rec", "ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 320), "PP-OCRv4 recognition: CNN + attention"),
         _ocr("ppocr-cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", (1, 3, 48, 192), "PP-OCR text direction classifier"),
         Sample("tiny-cnn", "tiny", (Feed("image", (1, 3, 32, 32)),), notes="Conv+BN+Relu, pooling, Gemm"),

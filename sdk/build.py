@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ import onnx
 
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
+from edgepack.packager.quantize import QuantizeResult, quantize
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
 from edgepack.targets import TARGETS, BundleInput
@@ -23,10 +25,11 @@ from .errors import EdgepackError
 from .input_shapes import pin_shapes
 from .loader import SourceModel, check_model, infer_shapes, load_model, resolve_model_path
 from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, real_inputs, write_manifest
+from .mixed_precision import keep_sensitive_in_float
 from .opset import convert_opset
 from .profile import Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
-from .verify import SampleInputs, fidelity_summary, verify
+from .verify import SampleInputs, fidelity_summary, measure, run_oracle
 
 
 @dataclass(frozen=True)
@@ -100,32 +103,44 @@ def build(
              + (f" (skipped {', '.join(skipped)})" if skipped else ""))
 
     with _stage(report, progress, "quantize") as note:
-        note(f"weights {profile.weights}, activations {profile.activations}: nothing to quantize in ONNX partitions")
-
-    with _stage(report, progress, "partition") as note:
-        partitions = _partition(slimmed, profile)
-        note(", ".join(f"{p.id} {p.provider} ({p.nodes} nodes)" for p in partitions))
+        quantized = quantize(slimmed, profile.weights)
+        note(_quantize_summary(quantized, profile))
 
     with staged_bundle(final, force) as staging:
+        with _stage(report, progress, "partition") as note:
+            partitions = _partition(quantized.model, profile)
+            note(", ".join(f"{p.id} {p.provider} ({p.nodes} nodes)" for p in partitions))
+
         with _stage(report, progress, "bundle") as note:
-            bundle_input = BundleInput(slimmed, final.name, profile.as_dict(), partitions)
-            report.partitions = TARGETS[profile.target].write(bundle_input, staging)
-            manifest = _manifest(profile, source, slimmed, report, pins, conversion, staging)
-            write_manifest(staging, manifest)
-            report.bundle_bytes = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+            manifest = _write_bundle(final.name, quantized, partitions, profile, source, report, pins, conversion,
+                                     staging)
             note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes")
 
         with _stage(report, progress, "verify") as note:
-            fidelity = verify(checked, staging, profile, sample_inputs, profile.dims)
-            fidelity["accepted_loss"] = bool(accept_fidelity_loss and not fidelity["passed"])
-            manifest["fidelity"] = report.fidelity = fidelity
-            write_manifest(staging, manifest)
-            if not fidelity["passed"] and not accept_fidelity_loss:
-                raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
-                                    where=f"verify stage, outputs {', '.join(fidelity['failed_outputs'])}",
-                                    fix="pass --accept-fidelity-loss to keep it anyway, or use a profile with "
-                                        "higher precision")
-            note(fidelity_summary(fidelity) + (" (below tolerance, accepted)" if fidelity["accepted_loss"] else ""))
+            oracle = run_oracle(checked, sample_inputs, profile.dims)
+            fidelity = measure(staging, oracle, profile)
+            note(fidelity_summary(fidelity))
+
+        if not fidelity["passed"] and quantized.nodes:
+            with _stage(report, progress, "mixed precision") as note:
+                def attempt(keep: list[str]) -> dict[str, Any]:
+                    nonlocal manifest
+                    lowered = quantize(slimmed, profile.weights, frozenset(keep))
+                    manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
+                                             source, report, pins, conversion, staging, keep)
+                    return measure(staging, oracle, profile)
+
+                kept, fidelity = keep_sensitive_in_float(slimmed, quantized, oracle, profile, attempt)
+                note(f"kept {len(kept)} of {len(quantized.nodes)} nodes in fp32: {fidelity_summary(fidelity)}")
+
+        fidelity["accepted_loss"] = bool(accept_fidelity_loss and not fidelity["passed"])
+        manifest["fidelity"] = report.fidelity = fidelity
+        write_manifest(staging, manifest)
+        if not fidelity["passed"] and not accept_fidelity_loss:
+            raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
+                                where=f"verify stage, outputs {', '.join(fidelity['failed_outputs'])}",
+                                fix="pass --accept-fidelity-loss to keep it anyway, or use a profile with "
+                                    "higher precision")
     return BuildResult(final, manifest, report)
 
 
@@ -136,6 +151,26 @@ def _partition(model: onnx.ModelProto, profile: Profile) -> list[Partition]:
         return partition(model, providers, fallback=providers[-1])
     except ValueError:  # a value crossing partitions has no known type: keep the model whole on the fallback
         return [whole(model, providers[-1])]
+
+
+def _quantize_summary(quantized: QuantizeResult, profile: Profile) -> str:
+    if profile.weights == "fp32":
+        return "weights fp32: nothing to quantize"
+    return f"weights {profile.weights}: {quantized.tensors} tensors read by {len(quantized.nodes)} nodes"
+
+
+def _write_bundle(name: str, quantized: QuantizeResult, partitions: list[Partition], profile: Profile,
+                  source: SourceModel, report: BuildReport, pins: list[str], conversion: str | None, staging: Path,
+                  kept: Sequence[str] = ()) -> dict[str, Any]:
+    """Write the target's artefacts and the manifest into `staging`, replacing what an earlier attempt wrote."""
+    for leftover in staging.iterdir():
+        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+    bundle_input = BundleInput(quantized.model, name, profile.as_dict(), partitions)
+    report.partitions = TARGETS[profile.target].write(bundle_input, staging)
+    manifest = _manifest(profile, source, quantized, report, pins, conversion, staging, kept)
+    write_manifest(staging, manifest)
+    report.bundle_bytes = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+    return manifest
 
 
 @contextmanager
@@ -153,11 +188,11 @@ def _stage(report: BuildReport, progress: Reporter, name: str) -> Iterator[Any]:
     progress.finish(name, seconds, summary[-1] if summary else "")
 
 
-def _manifest(profile: Profile, source: SourceModel, slimmed: onnx.ModelProto, report: BuildReport, pins: list[str],
-              conversion: str | None, staging: Path) -> dict[str, Any]:
+def _manifest(profile: Profile, source: SourceModel, quantized: QuantizeResult, report: BuildReport, pins: list[str],
+              conversion: str | None, staging: Path, kept: Sequence[str]) -> dict[str, Any]:
     from edgepack import __version__
 
-    graph = slimmed.graph
+    graph = quantized.model.graph
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -179,6 +214,8 @@ def _manifest(profile: Profile, source: SourceModel, slimmed: onnx.ModelProto, r
         "shape_pins": pins,
         "opset_conversion": conversion,
         "passes": [p.as_manifest() for p in report.passes],
-        "quantization": {"weights": profile.weights, "activations": profile.activations, "quantized_nodes": 0},
+        "quantization": {"weights": profile.weights, "activations": profile.activations,
+                         "quantized_nodes": len(quantized.nodes), "quantized_tensors": quantized.tensors,
+                         "kept_in_float": list(kept)},
         "fidelity": None,
     }

@@ -4,6 +4,7 @@ per output max abs diff, cosine similarity and top-1 agreement."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,25 +74,33 @@ SampleInputs = str | Path | Sequence[dict[str, np.ndarray]] | None
 """A folder of .npz/.npy files, or (Python API) a list of feeds dicts, or None for generated inputs."""
 
 
-def verify(source: onnx.ModelProto, bundle: Path, profile: Profile, sample_inputs: SampleInputs = None,
-           dims: dict[str, int] | None = None) -> dict[str, Any]:
-    """The manifest's `fidelity`: the bundle against the fp32 source on `reference`, per output."""
+@dataclass(frozen=True)
+class Oracle:
+    """The sample inputs and the fp32 source's outputs on them, computed once per build."""
+
+    samples: list[dict[str, np.ndarray]]
+    expected: list[dict[str, np.ndarray]]
+    origin: str
+
+
+def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
+               dims: dict[str, int] | None = None) -> Oracle:
+    """Run the fp32 source on `reference` over the sample inputs (the user's, or generated from the inputs)."""
     from edgepack.runtime import Session
 
-    built = Session(bundle, provider_options=FIDELITY_CHECK_OPTIONS)
     oracle = Session(source, providers=["reference"])
     if isinstance(sample_inputs, (str, Path)):
-        samples = load_sample_inputs(sample_inputs, [spec.name for spec in built.inputs])
+        samples = load_sample_inputs(sample_inputs, [spec.name for spec in oracle.inputs])
         origin = str(sample_inputs)
     elif sample_inputs is not None:
         samples, origin = [dict(feeds) for feeds in sample_inputs], "given by the caller"
     else:
-        samples = [sample_feeds(built.inputs, seed=seed, dims=dims) for seed in SEEDS]
+        samples = [sample_feeds(oracle.inputs, seed=seed, dims=dims) for seed in SEEDS]
         origin = f"generated (seeds {', '.join(map(str, SEEDS))}; floats in [-1, 1], integers in [0, 10))"
-    outputs: dict[str, dict[str, float | None]] = {}
+    expected = []
     for index, feeds in enumerate(samples):
         try:
-            expected = oracle.run(feeds)
+            expected.append(oracle.run(feeds))
         except EdgepackError:
             raise
         except Exception as error:  # noqa: BLE001  (the source model itself rejects these inputs)
@@ -99,14 +108,25 @@ def verify(source: onnx.ModelProto, bundle: Path, profile: Profile, sample_input
                 f"the source model fails on sample input {index} ({origin}): {type(error).__name__}: {error}",
                 where="verify stage", fix="give real inputs with --sample-inputs DIR, or pin the input shapes "
                                           "with --input-shape NAME=1,3,224,224") from error
+    return Oracle(samples, expected, origin)
+
+
+def measure(bundle: Path, oracle: Oracle, profile: Profile) -> dict[str, Any]:
+    """The manifest's `fidelity`: the bundle against the oracle's outputs, per output, worst case over samples."""
+    from edgepack.runtime import Session
+
+    built = Session(bundle, provider_options=FIDELITY_CHECK_OPTIONS)
+    outputs: dict[str, dict[str, float | None]] = {}
+    for feeds, expected in zip(oracle.samples, oracle.expected):
         actual = built.run(feeds)
         for name, value in expected.items():
             _fold(outputs.setdefault(name, {}), compare(np.asarray(value), np.asarray(actual[name])))
     tolerance = {"min_cosine": profile.min_cosine, "max_abs_diff": profile.max_abs_diff}
     failures = [name for name, m in outputs.items() if m["cosine"] < profile.min_cosine
                 or (profile.max_abs_diff is not None and m["max_abs_diff"] > profile.max_abs_diff)]
-    return {"oracle": "reference provider on the fp32 source", "inputs": origin, "samples": len(samples),
-            "outputs": outputs, "tolerance": tolerance, "passed": not failures, "failed_outputs": failures}
+    return {"oracle": "reference provider on the fp32 source", "inputs": oracle.origin,
+            "samples": len(oracle.samples), "outputs": outputs, "tolerance": tolerance, "passed": not failures,
+            "failed_outputs": failures}
 
 
 def _fold(total: dict[str, float | None], metrics: dict[str, float | None]) -> None:

@@ -21,7 +21,7 @@ def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
             entries.append(write_onnx_partition(part, staging))
             continue
         artifact = f"{part.id}.xml"
-        to_ir(part.model, staging / artifact, compress_to_fp16=precision["weights"] == "fp16")
+        to_ir(part.model, staging / artifact)
         entries.append({"id": part.id, "provider": part.provider, "artifact": artifact, "inputs": part.inputs,
                         "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops,
                         "options": {"inference_precision": precision["activations"]}})

@@ -80,11 +80,12 @@ def load_partition(path: Path, options: Options) -> OpenVINOPartition:
     return OpenVINOPartition(ov_model, options, [port.get_any_name() for port in ov_model.outputs])
 
 
-def to_ir(model: onnx.ModelProto, xml_path: Path, compress_to_fp16: bool) -> None:
-    """Save an ONNX partition as OpenVINO IR (`.xml` + `.bin`), with fp16 weights when asked."""
+def to_ir(model: onnx.ModelProto, xml_path: Path) -> None:
+    """Save an ONNX partition as OpenVINO IR (`.xml` + `.bin`). Weights keep their stored precision: the quantize
+    stage chose it (fp16 initializers behind a Cast stay fp16 in the IR)."""
     import openvino as ov
 
-    ov.save_model(_read_onnx(model), str(xml_path), compress_to_fp16=compress_to_fp16)
+    ov.save_model(_read_onnx(model), str(xml_path), compress_to_fp16=False)
 
 
 def _missing() -> str | None:

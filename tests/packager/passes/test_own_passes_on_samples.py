@@ -30,5 +30,5 @@ def test_own_passes_after_the_libraries_keep_outputs_and_never_add_nodes(name: s
     feeds = samples.feeds(name)
     expected, actual = run_onnxruntime(source, feeds), run_onnxruntime(slimmed, feeds)
     assert list(actual) == list(expected)
-    for output, want in expected.items():
-        np.testing.assert_allclose(actual[output], want, rtol=0, atol=1e-5, err_msg=output)
+    for output, want in expected.items():  # fp32 reassociation from weight folding: see test_build's tolerance
+        np.testing.assert_allclose(actual[output], want, rtol=1e-4, atol=1e-5, err_msg=output)

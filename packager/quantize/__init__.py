@@ -1,0 +1,85 @@
+"""The quantize stage: lower a slimmed model's precision as the profile asks, keeping chosen nodes in float.
+
+A weight mode is a module that registers a function `(model, keep) -> QuantizeResult`; `keep` names top-level
+nodes whose weights (and those read inside their subgraphs) stay in fp32."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import onnx
+
+from ..graphs import iter_graph_protos
+
+
+@dataclass(frozen=True)
+class QuantizeResult:
+    model: onnx.ModelProto
+    nodes: list[str] = field(default_factory=list)
+    """Top-level nodes whose weights or compute were lowered: the candidates for keeping in float."""
+    tensors: int = 0
+    """Weight tensors lowered."""
+
+
+WeightMode = Callable[[onnx.ModelProto, frozenset[str]], QuantizeResult]
+WEIGHT_MODES: dict[str, WeightMode] = {}
+
+
+def register_weights(name: str) -> Callable[[WeightMode], WeightMode]:
+    def decorate(mode: WeightMode) -> WeightMode:
+        if name in WEIGHT_MODES:
+            raise ValueError(f"weight mode {name!r} registered twice")
+        WEIGHT_MODES[name] = mode
+        return mode
+
+    return decorate
+
+
+def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozenset()) -> QuantizeResult:
+    """`model` with its weights stored as `weights` (fp32: unchanged), except those read by nodes in `keep`."""
+    named = with_node_names(model)
+    if weights == "fp32":
+        return QuantizeResult(named)
+    return WEIGHT_MODES[weights](named, keep)
+
+
+def with_node_names(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `model` in which every top-level node has a unique name (kept nodes are named by it)."""
+    named = onnx.ModelProto()
+    named.CopyFrom(model)
+    taken = {node.name for node in named.graph.node if node.name}
+    for index, node in enumerate(named.graph.node):
+        if not node.name:
+            node.name = _fresh(f"{node.op_type}_{index}", taken)
+            taken.add(node.name)
+    return named
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, suffix = name, 0
+    while candidate in taken:
+        suffix += 1
+        candidate = f"{name}_{suffix}"
+    return candidate
+
+
+def readers(model: onnx.ModelProto) -> dict[str, set[str]]:
+    """For each value name, the top-level nodes that read it, directly or inside their subgraphs."""
+    readers_of: dict[str, set[str]] = {}
+    for node in model.graph.node:
+        for name in _reads_within(node):
+            readers_of.setdefault(name, set()).add(node.name)
+    return readers_of
+
+
+def _reads_within(node: onnx.NodeProto) -> Iterator[str]:
+    yield from (name for name in node.input if name)
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            for sub in iter_graph_protos(graph):
+                for inner in sub.node:
+                    yield from (name for name in inner.input if name)
+
+
+from . import weights_fp16, weights_int  # noqa: E402,F401  (registration)

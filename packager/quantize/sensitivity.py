@@ -1,0 +1,60 @@
+"""Which lowered nodes hurt fidelity most: run the float and the lowered model side by side with every top-level
+float value exposed, and rank each candidate node by how much relative error it adds over its inputs' error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+
+Run = Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]]
+"""Runs a model on feeds and returns every graph output by name."""
+
+FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
+
+
+def rank_nodes(reference: onnx.ModelProto, lowered: onnx.ModelProto, candidates: Sequence[str],
+               feeds: dict[str, np.ndarray], run: Run) -> list[str]:
+    """`candidates` (top-level node names of `lowered`), the one adding the most error first."""
+    reference_values, lowered_values = _float_values(reference), _float_values(lowered)
+    exposed = {name: info for name, info in reference_values.items() if name in lowered_values}
+    expected = run(_with_outputs(reference, exposed), feeds)
+    actual = run(_with_outputs(lowered, exposed), feeds)
+    error = {name: _relative_error(expected[name], actual[name]) for name in exposed
+             if name in expected and name in actual}
+    nodes = {node.name: node for node in lowered.graph.node}
+
+    def added_error(name: str) -> float:
+        node = nodes[name]
+        produced = max((error.get(out, 0.0) for out in node.output), default=0.0)
+        inherited = max((error.get(value, 0.0) for value in node.input), default=0.0)
+        return produced - inherited
+
+    return sorted(candidates, key=added_error, reverse=True)
+
+
+def _float_values(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Top-level node outputs with a float element type after shape inference, with their types."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    infos = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    produced = [out for node in model.graph.node for out in node.output if out in infos]
+    return {name: infos[name] for name in produced if infos[name].type.tensor_type.elem_type in FLOATS}
+
+
+def _with_outputs(model: onnx.ModelProto, values: dict[str, onnx.ValueInfoProto]) -> onnx.ModelProto:
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    present = {output.name for output in exposed.graph.output}
+    exposed.graph.output.extend(info for name, info in values.items() if name not in present)
+    return exposed
+
+
+def _relative_error(expected: np.ndarray, actual: np.ndarray) -> float:
+    a = np.asarray(expected, dtype=np.float64).ravel()
+    b = np.asarray(actual, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        return float("inf")
+    finite = np.isfinite(a) & np.isfinite(b)
+    scale = float(np.linalg.norm(a[finite]))
+    return float(np.linalg.norm(a[finite] - b[finite]) / scale) if scale > 0 else 0.0

@@ -1,0 +1,132 @@
+"""Weight-only integer quantization with standard ONNX DequantizeLinear: int8 symmetric per output channel, int4
+symmetric in blocks along the reduction axis (opset 21). The graph then computes in fp32 on dequantized weights."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..graphs import iter_graph_protos
+from . import QuantizeResult, readers, register_weights
+from .weight_slots import Slot, slot
+
+MIN_ELEMENTS = 16
+BLOCK_SIZE = 32
+"""Default int4 block size; 64 and 128 trade fidelity for smaller scales."""
+INT4_OPSET = 21
+"""DequantizeLinear takes int4 and blocks from opset 21."""
+
+CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
+"""Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""
+
+Lower = Callable[[onnx.GraphProto, onnx.TensorProto, np.ndarray, Slot], list[onnx.NodeProto]]
+
+
+def best_scales(groups: np.ndarray, levels: int) -> np.ndarray:
+    """Per row of `groups` (rows x values), the symmetric scale with the least squared rounding error."""
+    peak = np.max(np.abs(groups), axis=1, keepdims=True)
+    peak = np.where(peak > 0, peak, 1.0)
+    best, best_error = peak / levels, np.full(peak.shape, np.inf)
+    for ratio in CLIP_RATIOS:
+        scale = peak * ratio / levels
+        error = np.sum((np.clip(np.rint(groups / scale), -levels, levels) * scale - groups) ** 2, axis=1,
+                       keepdims=True)
+        better = error < best_error
+        best, best_error = np.where(better, scale, best), np.where(better, error, best_error)
+    return best[:, 0]
+
+
+def int8_per_channel(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot
+                     ) -> list[onnx.NodeProto]:
+    axis = where.channel_axis
+    rows = np.moveaxis(weight, axis, 0).reshape(weight.shape[axis], -1)
+    scale = best_scales(rows, 127).astype(np.float32)
+    shaped = scale.reshape([-1 if a == axis else 1 for a in range(weight.ndim)])
+    quantized = np.clip(np.rint(weight / shaped), -127, 127).astype(np.int8)
+    graph.initializer.extend([numpy_helper.from_array(quantized, f"{tensor.name}__int8"),
+                              numpy_helper.from_array(scale, f"{tensor.name}__scale")])
+    return [helper.make_node("DequantizeLinear", [f"{tensor.name}__int8", f"{tensor.name}__scale"], [tensor.name],
+                             f"{tensor.name}__dequantize", axis=axis)]
+
+
+def blocked(block_size: int, levels: int, dtype: type, kind: str) -> Lower:
+    """Symmetric blocks of `block_size` along the reduction axis, `levels` steps each side of zero, fp16 scales."""
+
+    def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot
+              ) -> list[onnx.NodeProto]:
+        name = tensor.name
+        view = weight.reshape(weight.shape[0], -1) if where.flatten else weight
+        axis = 1 if where.flatten else where.reduce_axis
+        length = view.shape[axis]
+        blocks = -(-length // block_size)
+        padding = [(0, blocks * block_size - length) if a == axis else (0, 0) for a in range(view.ndim)]
+        padded = np.moveaxis(np.pad(view, padding), axis, -1)
+        grouped = padded.reshape(*padded.shape[:-1], blocks, block_size)
+        scale = best_scales(grouped.reshape(-1, block_size), levels).reshape(grouped.shape[:-1]).astype(np.float16)
+        scale = np.where(scale > 0, scale, np.float16(1.0))
+        steps = np.repeat(scale.astype(np.float32), block_size, axis=-1)[..., :length]
+        quantized = np.clip(np.rint(np.moveaxis(view, axis, -1) / steps), -levels - 1, levels)
+        quantized = np.moveaxis(quantized, -1, axis).astype(dtype)
+        graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}__{kind}"),
+                                  numpy_helper.from_array(np.moveaxis(scale, -1, axis), f"{name}__scale")])
+        dequantized = f"{name}__fp16" if not where.flatten else f"{name}__fp16_flat"
+        nodes = [helper.make_node("DequantizeLinear", [f"{name}__{kind}", f"{name}__scale"], [dequantized],
+                                  f"{name}__dequantize", axis=axis, block_size=block_size)]
+        if where.flatten:
+            graph.initializer.append(numpy_helper.from_array(np.array(weight.shape, np.int64), f"{name}__shape"))
+            nodes.append(helper.make_node("Reshape", [dequantized, f"{name}__shape"], [f"{name}__fp16"],
+                                          f"{name}__unflatten"))
+        nodes.append(helper.make_node("Cast", [f"{name}__fp16"], [name], f"{name}__to_fp32",
+                                      to=onnx.TensorProto.FLOAT))
+        return nodes
+
+    return lower
+
+
+def lower_weights(model: onnx.ModelProto, keep: frozenset[str], lower: Lower) -> QuantizeResult:
+    """Replace each fp32 weight that only weight slots read, all with the same axes, by `lower`'s nodes."""
+    readers_of = readers(model)
+    lowered_by: set[str] = set()
+    tensors = 0
+    for graph in iter_graph_protos(model.graph):
+        overridable = {value.name for value in graph.input}
+        tensors_by_name = {t.name: t for t in graph.initializer}
+        slots: dict[str, set[Slot | None]] = {}
+        for node in graph.node:
+            for index, name in enumerate(node.input):
+                if name in tensors_by_name:
+                    slots.setdefault(name, set()).add(slot(node, index, len(tensors_by_name[name].dims)))
+        added: list[onnx.NodeProto] = []
+        kept_initializers = []
+        for tensor in list(graph.initializer):
+            where = slots.get(tensor.name, set())
+            users = readers_of.get(tensor.name, set())
+            if (tensor.data_type != onnx.TensorProto.FLOAT or tensor.name in overridable or users & keep
+                    or len(where) != 1 or None in where or int(np.prod(tensor.dims)) < MIN_ELEMENTS):
+                kept_initializers.append(tensor)
+                continue
+            added.extend(lower(graph, tensor, numpy_helper.to_array(tensor), next(iter(where))))
+            lowered_by |= users
+            tensors += 1
+        fresh = [t for t in graph.initializer if t.name not in tensors_by_name]
+        del graph.initializer[:]
+        graph.initializer.extend([*kept_initializers, *fresh])
+        nodes = [*added, *graph.node]
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return QuantizeResult(model, [n.name for n in model.graph.node if n.name in lowered_by], tensors)
+
+
+@register_weights("int8")
+def int8_weights(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
+    return lower_weights(model, keep, int8_per_channel)
+
+
+@register_weights("int4")
+def int4_weights(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
+    return lower_weights(model, keep, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"))
+

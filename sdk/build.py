@@ -7,7 +7,7 @@ import shutil
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import onnx
 
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
-from edgepack.packager.quantize import QuantizeResult, quantize
+from edgepack.packager.quantize import REQUIRED_OPSET, QuantizeResult, quantize
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
 from edgepack.targets import TARGETS, BundleInput
@@ -27,7 +27,7 @@ from .loader import SourceModel, check_model, infer_shapes, load_model, resolve_
 from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, real_inputs, write_manifest
 from .mixed_precision import keep_sensitive_in_float
 from .opset import convert_opset
-from .profile import Profile, load_profile
+from .profile import ACTIVATION_PRECISIONS, WEIGHT_PRECISIONS, Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
 from .verify import SampleInputs, fidelity_summary, measure, run_oracle
 
@@ -55,6 +55,38 @@ def target_available(profile: Profile) -> str | None:
     return None
 
 
+def with_precision(profile: Profile, weights: str | None, activations: str | None) -> Profile:
+    """`profile` with its precision overridden (from the command line)."""
+    for value, allowed, option in ((weights, WEIGHT_PRECISIONS, "--weights"),
+                                   (activations, ACTIVATION_PRECISIONS, "--activations")):
+        if value is not None and value not in allowed:
+            raise EdgepackError(f"{option} {value!r} is not a precision", where=option,
+                                fix=f"use one of {', '.join(allowed)}")
+    return replace(profile, weights=weights or profile.weights, activations=activations or profile.activations)
+
+
+def _opset_range(profile: Profile) -> tuple[int, int]:
+    """The profile's opset range, raised to what its weight precision needs (int4 needs opset 21)."""
+    needed = REQUIRED_OPSET.get(profile.weights, profile.opset_min)
+    if needed > profile.opset_max:
+        raise EdgepackError(f"{profile.weights} weights need opset {needed}, and profile {profile.name!r} allows "
+                            f"opset {profile.opset_max} at most", where=profile.source,
+                            fix="choose int8 or fp16 weights, or a profile whose [opset] max is 21 or more")
+    return max(profile.opset_min, needed), profile.opset_max
+
+
+def excluded_nodes(model: onnx.ModelProto, op_types: Sequence[str], names: Sequence[str]) -> frozenset[str]:
+    """Top-level nodes of `op_types` and those named in `names` (each must exist)."""
+    present = {node.name for node in model.graph.node}
+    unknown = [name for name in names if name not in present]
+    if unknown:
+        raise EdgepackError(f"--exclude-node names no node of the slimmed model: {', '.join(unknown)}",
+                            where="--exclude-node",
+                            fix="`edgepack inspect BUNDLE` of a build without exclusions lists the plan; node names "
+                                "are those of the slimmed model (the manifest's quantization lists lowered ones)")
+    return frozenset(node.name for node in model.graph.node if node.op_type in op_types or node.name in names)
+
+
 def bundle_name(model_path: Path, profile: Profile) -> str:
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", model_path.stem).strip("-.") or "model"
     return f"{stem}-{profile.name}"
@@ -69,9 +101,15 @@ def build(
     reporter: Reporter | None = None,
     sample_inputs: SampleInputs = None,
     accept_fidelity_loss: bool = False,
+    weights: str | None = None,
+    activations: str | None = None,
+    exclude_ops: Sequence[str] = (),
+    exclude_nodes: Sequence[str] = (),
 ) -> BuildResult:
-    """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`."""
+    """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`. `weights` and `activations`
+    override the profile's precision; `exclude_ops` (op types) and `exclude_nodes` (node names) stay in fp32."""
     profile = profile if isinstance(profile, Profile) else load_profile(profile)
+    profile = with_precision(profile, weights, activations)
     reason = target_available(profile)
     if reason:
         raise EdgepackError(f"profile {profile.name!r} cannot be built: {reason}", where=profile.source,
@@ -90,7 +128,7 @@ def build(
         pins = pin_shapes(checked, shapes, profile.dims)
         if pins:
             checked = infer_shapes(checked, model_path.name)
-        checked, conversion = convert_opset(checked, profile.opset_min, profile.opset_max)
+        checked, conversion = convert_opset(checked, *_opset_range(profile))
         report.source_nodes, report.source_bytes = count_nodes(source.model), source.bytes
         note(f"{report.source_nodes} nodes" + (f", pinned {' '.join(pins)}" if pins else "")
              + (f", {conversion}" if conversion else ""))
@@ -104,7 +142,10 @@ def build(
 
     with _stage(report, progress, "quantize") as note:
         quantized = quantize(slimmed, profile.weights)
-        note(_quantize_summary(quantized, profile))
+        excluded = excluded_nodes(quantized.model, exclude_ops, exclude_nodes) & set(quantized.nodes)
+        if excluded:
+            quantized = quantize(slimmed, profile.weights, excluded)
+        note(_quantize_summary(quantized, profile) + (f", {len(excluded)} excluded" if excluded else ""))
 
     with staged_bundle(final, force) as staging:
         with _stage(report, progress, "partition") as note:
@@ -121,11 +162,11 @@ def build(
             fidelity = measure(staging, oracle, profile)
             note(fidelity_summary(fidelity))
 
-        if not fidelity["passed"] and quantized.nodes:
+        if not fidelity["passed"] and quantized.nodes and not accept_fidelity_loss:
             with _stage(report, progress, "mixed precision") as note:
                 def attempt(keep: list[str]) -> dict[str, Any]:
                     nonlocal manifest
-                    lowered = quantize(slimmed, profile.weights, frozenset(keep))
+                    lowered = quantize(slimmed, profile.weights, excluded | frozenset(keep))
                     manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
                                              source, report, pins, conversion, staging, keep)
                     return measure(staging, oracle, profile)
@@ -135,6 +176,7 @@ def build(
 
         fidelity["accepted_loss"] = bool(accept_fidelity_loss and not fidelity["passed"])
         manifest["fidelity"] = report.fidelity = fidelity
+        manifest["quantization"]["excluded"] = sorted(excluded)
         write_manifest(staging, manifest)
         if not fidelity["passed"] and not accept_fidelity_loss:
             raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",

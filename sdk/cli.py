@@ -54,6 +54,11 @@ class RichReporter:
         return f"[bold]{self.stage:<9}[/] {detail}".rstrip()
 
 
+def _precision_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"weights": args.weights, "activations": args.activations, "exclude_ops": args.exclude_op or (),
+            "exclude_nodes": args.exclude_node or ()}
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .input_shapes import parse_input_shapes
@@ -62,12 +67,14 @@ def cmd_build(args: argparse.Namespace) -> int:
     shapes = parse_input_shapes(args.input_shape or [])
     if args.json:
         result = build(args.model, args.profile, args.output, shapes, force=args.force,
-                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss)
+                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
+                       **_precision_options(args))
         print(json.dumps(result.report.as_dict(), indent=2))
         return 0
     with RichReporter(stderr) as reporter:
         result = build(args.model, args.profile, args.output, shapes, force=args.force, reporter=reporter,
-                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss)
+                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
+                       **_precision_options(args))
     report = result.report
     table = Table(title=f"edgepack build: {Path(report.model).name} for {report.profile}", title_justify="left")
     for column in ("", "source", "bundle"):
@@ -274,6 +281,12 @@ def parser() -> argparse.ArgumentParser:
                         "(default: seeded random inputs)")
     b.add_argument("--accept-fidelity-loss", action="store_true",
                    help="keep the bundle even when it falls below the profile's fidelity tolerance")
+    b.add_argument("--weights", metavar="fp32|fp16|int8|int4", help="override the profile's weight precision")
+    b.add_argument("--activations", metavar="fp32|fp16|int8", help="override the profile's activation precision")
+    b.add_argument("--exclude-op", action="append", metavar="TYPE",
+                   help="keep nodes of this op type in fp32 (repeatable)")
+    b.add_argument("--exclude-node", action="append", metavar="NAME",
+                   help="keep this node (by name in the slimmed model) in fp32 (repeatable)")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.set_defaults(func=cmd_build)

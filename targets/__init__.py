@@ -36,6 +36,9 @@ class Target:
 
 TARGETS: dict[str, Target] = {}
 
+WEIGHT_ONLY = frozenset((weights, "fp32") for weights in ("fp32", "fp16", "int8", "int4"))
+"""Every weight precision with fp32 activations: weights lowered by the quantize stage, compute in fp32."""
+
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})
              ) -> Callable[[Callable[[BundleInput, Path], list[dict[str, Any]]]],

@@ -8,11 +8,11 @@ from typing import Any
 
 from edgepack.runtime.providers.openvino import to_ir
 
-from . import BundleInput, register, write_onnx_partition
+from . import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
 
 
 @register("openvino", "OpenVINO IR partitions plus ONNX fallback partitions",
-          precisions=frozenset({("fp32", "fp32"), ("fp16", "fp32")}))
+          precisions=WEIGHT_ONLY - {("int4", "fp32")})
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     precision = bundle.profile["precision"]
     entries = []

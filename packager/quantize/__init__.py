@@ -22,6 +22,9 @@ class QuantizeResult:
     """Weight tensors lowered."""
 
 
+REQUIRED_OPSET = {"int4": 21}
+"""Weight precisions whose form needs a newer opset than the profile's minimum (int4 DequantizeLinear: 21)."""
+
 WeightMode = Callable[[onnx.ModelProto, frozenset[str]], QuantizeResult]
 WEIGHT_MODES: dict[str, WeightMode] = {}
 

@@ -17,8 +17,6 @@ from .weight_slots import Slot, slot
 MIN_ELEMENTS = 16
 BLOCK_SIZE = 32
 """Default int4 block size; 64 and 128 trade fidelity for smaller scales."""
-INT4_OPSET = 21
-"""DequantizeLinear takes int4 and blocks from opset 21."""
 
 CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
 """Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 import pytest
 
@@ -66,3 +67,12 @@ def test_samples_command_lists_cached_paths(cli, tmp_path) -> None:
     assert result.code == 0
     assert (tmp_path / "tiny" / "tiny-cnn.onnx").is_file()
     assert str(tmp_path / "tiny" / "tiny-cnn.onnx") in result.out
+
+
+def test_ppocr_det_sees_text_on_its_synthetic_page() -> None:
+    """The catalog feeds ppocr-det a text page: its map marks text there, and stays near zero on noise."""
+    page = run_onnxruntime(samples.path("ppocr-det"), samples.feeds("ppocr-det"))
+    noise = {"x": np.random.default_rng(0).uniform(-1, 1, (1, 3, 640, 640)).astype(np.float32)}
+    blank = run_onnxruntime(samples.path("ppocr-det"), noise)
+    assert np.mean(next(iter(page.values())) > 0.3) > 0.001
+    assert np.mean(next(iter(blank.values())) > 0.3) < 0.0001

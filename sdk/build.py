@@ -82,8 +82,8 @@ def excluded_nodes(model: onnx.ModelProto, op_types: Sequence[str], names: Seque
     if unknown:
         raise EdgepackError(f"--exclude-node names no node of the slimmed model: {', '.join(unknown)}",
                             where="--exclude-node",
-                            fix="`edgepack inspect BUNDLE` of a build without exclusions lists the plan; node names "
-                                "are those of the slimmed model (the manifest's quantization lists lowered ones)")
+                            fix="check the spelling: names are those of the slimmed graph, as in the model.onnx of "
+                                "a --profile generic build (unnamed nodes are called <OpType>_<index>)")
     return frozenset(node.name for node in model.graph.node if node.op_type in op_types or node.name in names)
 
 

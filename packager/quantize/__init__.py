@@ -22,6 +22,9 @@ class QuantizeResult:
     """Weight tensors lowered."""
 
 
+MIN_ELEMENTS = 16
+"""Smaller weights (scalars, shape-like constants) stay fp32: they weigh nothing and are often sensitive."""
+
 REQUIRED_OPSET = {"int4": 21}
 """Weight precisions whose form needs a newer opset than the profile's minimum (int4 DequantizeLinear: 21)."""
 

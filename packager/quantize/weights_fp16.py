@@ -9,10 +9,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graphs import iter_graph_protos
-from . import QuantizeResult, readers, register_weights
-
-MIN_ELEMENTS = 16
-"""Smaller tensors (scalars, shape-like constants) stay fp32: they weigh nothing and are often sensitive."""
+from . import MIN_ELEMENTS, QuantizeResult, readers, register_weights
 
 
 @register_weights("fp16")

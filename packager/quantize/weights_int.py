@@ -11,12 +11,11 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graphs import iter_graph_protos
-from . import QuantizeResult, readers, register_weights
+from . import MIN_ELEMENTS, QuantizeResult, readers, register_weights
 from .weight_slots import Slot, slot
 
-MIN_ELEMENTS = 16
 BLOCK_SIZE = 32
-"""Default int4 block size; 64 and 128 trade fidelity for smaller scales."""
+"""Weights per int4 scale."""
 
 CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
 """Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""

@@ -11,8 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 from edgepack import samples
 from edgepack.loader import check_model, load_model
 from edgepack.packager.graphs import iter_graph_protos
-from edgepack.packager.quantize import quantize
-from edgepack.packager.quantize.weights_fp16 import MIN_ELEMENTS
+from edgepack.packager.quantize import MIN_ELEMENTS, quantize
 from edgepack.packager.slim import slim
 from tests.oracle import run_onnxruntime
 

@@ -15,7 +15,7 @@ from edgepack.errors import EdgepackError
 
 from .catalog import SAMPLES, Sample
 from .fetch import cache_dir, fetch_real
-from .images import text_page
+from .images import text_line, text_page
 from .tiny import write_tiny
 
 __all__ = ["SAMPLES", "Sample", "names", "path", "feeds", "cache_dir"]
@@ -40,6 +40,10 @@ def path(name: str, cache: Path | None = None) -> Path:
     return fetch_real(sample, root)
 
 
+CONTENT = {"text-page": text_page, "text-line": text_line}
+"""Synthetic image content by the catalog's name for it."""
+
+
 def feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
     """Fixed inputs for sample `name`: seeded random data (or synthetic images) of the shapes in the catalog."""
     rng = np.random.default_rng(seed)
@@ -47,8 +51,8 @@ def feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
     for feed in SAMPLES[name].feeds:
         if feed.value is not None:
             out[feed.name] = np.array(feed.value, dtype=feed.dtype)
-        elif feed.content == "text-page":
-            out[feed.name] = text_page(rng, feed.shape)
+        elif feed.content in CONTENT:
+            out[feed.name] = CONTENT[feed.content](rng, feed.shape)
         else:
             out[feed.name] = (rng.standard_normal(feed.shape) * feed.scale).astype(feed.dtype)
     return out

@@ -14,7 +14,8 @@ class Feed:
     value: object = None
     """A fixed value (for control inputs such as a sample rate); random data otherwise."""
     content: str = "normal"
-    """How random data is drawn: "normal" (standard normal times `scale`) or "text-page" (`images.text_page`)."""
+    """How random data is drawn: "normal" (standard normal times `scale`), "text-page" (`images.text_page`) or
+    "text-line" (`images.text_line`)."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,10 @@ SAMPLES: dict[str, Sample] = {
         ),
         _ocr("ppocr-det", "ch_PP-OCRv4_det_infer.onnx", (1, 3, 640, 640), "PP-OCRv4 text detection CNN",
              content="text-page"),
-        _ocr("ppocr-rec", "ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 320), "PP-OCRv4 recognition: CNN + attention"),
-        _ocr("ppocr-cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", (1, 3, 48, 192), "PP-OCR text direction classifier"),
+        _ocr("ppocr-rec", "ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 320), "PP-OCRv4 recognition: CNN + attention",
+             content="text-line"),
+        _ocr("ppocr-cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", (1, 3, 48, 192), "PP-OCR text direction classifier",
+             content="text-line"),
         Sample("tiny-cnn", "tiny", (Feed("image", (1, 3, 32, 32)),), notes="Conv+BN+Relu, pooling, Gemm"),
         Sample("tiny-transformer", "tiny", (Feed("tokens", (1, 16, 64)),),
                notes="encoder block: attention, LayerNorm, Erf GELU"),

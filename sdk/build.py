@@ -15,12 +15,14 @@ import onnx
 
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
-from edgepack.packager.quantize import REQUIRED_OPSET, QuantizeResult, quantize
+from edgepack.packager.quantize import REQUIRED_OPSET, Calibration, QuantizeResult, quantize
+from edgepack.packager.quantize.ranges import CALIBRATION_METHODS
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
 from edgepack.targets import TARGETS, BundleInput
 
 from .bundle_writer import refuse_existing, staged_bundle
+from .calibration_inputs import CalibrationSource, load_calibration
 from .errors import EdgepackError
 from .input_shapes import pin_shapes
 from .loader import SourceModel, check_model, infer_shapes, load_model, resolve_model_path
@@ -29,7 +31,12 @@ from .mixed_precision import keep_sensitive_in_float
 from .opset import convert_opset
 from .profile import ACTIVATION_PRECISIONS, WEIGHT_PRECISIONS, Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
-from .verify import SampleInputs, fidelity_summary, measure, run_oracle
+from .verify import SampleInputs, fidelity_summary, measure, model_inputs, profile_runner, run_oracle
+
+
+VERIFY_CALIBRATION_SAMPLES = 4
+"""Without --sample-inputs, a calibrated build is verified on this many of its calibration samples (real data the
+user gave) rather than on random inputs, which int8 ranges were not measured on."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +112,15 @@ def build(
     activations: str | None = None,
     exclude_ops: Sequence[str] = (),
     exclude_nodes: Sequence[str] = (),
+    calibration: CalibrationSource | None = None,
+    calibration_method: str = "minmax",
 ) -> BuildResult:
     """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`. `weights` and `activations`
-    override the profile's precision; `exclude_ops` (op types) and `exclude_nodes` (node names) stay in fp32."""
+    override the profile's precision; `exclude_ops` (op types) and `exclude_nodes` (node names) stay in fp32.
+    `calibration` (a folder of .npz/.npy samples, or feeds dicts) makes int8 activations static."""
     profile = profile if isinstance(profile, Profile) else load_profile(profile)
     profile = with_precision(profile, weights, activations)
+    _check_calibration_options(profile, calibration, calibration_method)
     reason = target_available(profile)
     if reason:
         raise EdgepackError(f"profile {profile.name!r} cannot be built: {reason}", where=profile.source,
@@ -130,6 +141,7 @@ def build(
             checked = infer_shapes(checked, model_path.name)
         checked, conversion = convert_opset(checked, *_opset_range(profile))
         report.source_nodes, report.source_bytes = count_nodes(source.model), source.bytes
+        samples = None if calibration is None else load_calibration(calibration, model_inputs(checked))
         note(f"{report.source_nodes} nodes" + (f", pinned {' '.join(pins)}" if pins else "")
              + (f", {conversion}" if conversion else ""))
 
@@ -141,10 +153,15 @@ def build(
              + (f" (skipped {', '.join(skipped)})" if skipped else ""))
 
     with _stage(report, progress, "quantize") as note:
-        quantized = quantize(slimmed, profile.weights)
+        measured = None if samples is None else Calibration(samples, profile_runner(profile), calibration_method)
+
+        def lower(keep: frozenset[str]) -> QuantizeResult:
+            return quantize(slimmed, profile.weights, keep, profile.activations, measured)
+
+        quantized = lower(frozenset())
         excluded = excluded_nodes(quantized.model, exclude_ops, exclude_nodes) & set(quantized.nodes)
         if excluded:
-            quantized = quantize(slimmed, profile.weights, excluded)
+            quantized = lower(excluded)
         note(_quantize_summary(quantized, profile) + (f", {len(excluded)} excluded" if excluded else ""))
 
     with staged_bundle(final, force) as staging:
@@ -158,7 +175,12 @@ def build(
             note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes")
 
         with _stage(report, progress, "verify") as note:
-            oracle = run_oracle(checked, sample_inputs, profile.dims)
+            if sample_inputs is None and samples is not None:
+                oracle = run_oracle(checked, samples[:VERIFY_CALIBRATION_SAMPLES], profile.dims,
+                                    origin=f"the first {min(len(samples), VERIFY_CALIBRATION_SAMPLES)} calibration "
+                                           "samples")
+            else:
+                oracle = run_oracle(checked, sample_inputs, profile.dims)
             fidelity = measure(staging, oracle, profile)
             note(fidelity_summary(fidelity))
 
@@ -166,7 +188,7 @@ def build(
             with _stage(report, progress, "mixed precision") as note:
                 def attempt(keep: list[str]) -> dict[str, Any]:
                     nonlocal manifest
-                    lowered = quantize(slimmed, profile.weights, excluded | frozenset(keep))
+                    lowered = lower(excluded | frozenset(keep))
                     manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
                                              source, report, pins, conversion, staging, keep)
                     return measure(staging, oracle, profile)
@@ -177,6 +199,7 @@ def build(
         fidelity["accepted_loss"] = bool(accept_fidelity_loss and not fidelity["passed"])
         manifest["fidelity"] = report.fidelity = fidelity
         manifest["quantization"]["excluded"] = sorted(excluded)
+        manifest["quantization"]["activation_form"] = _activation_form(profile, samples, calibration_method)
         write_manifest(staging, manifest)
         if not fidelity["passed"] and not accept_fidelity_loss:
             raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
@@ -195,10 +218,37 @@ def _partition(model: onnx.ModelProto, profile: Profile) -> list[Partition]:
         return [whole(model, providers[-1])]
 
 
+def _check_calibration_options(profile: Profile, calibration: CalibrationSource | None, method: str) -> None:
+    if method not in CALIBRATION_METHODS:
+        raise EdgepackError(f"--calibration-method {method!r} is not a calibration method",
+                            where="--calibration-method", fix=f"use one of {', '.join(CALIBRATION_METHODS)}")
+    if calibration is not None and profile.activations != "int8":
+        raise EdgepackError(f"--calibration is given, but activations are {profile.activations}: calibration "
+                            "measures int8 activation ranges", where="--calibration",
+                            fix="add --activations int8 (with --weights int8), or leave out --calibration")
+    if profile.activations == "int8" and profile.weights != "int8":
+        raise EdgepackError(f"int8 activations need int8 weights, and the weights are {profile.weights}",
+                            where="--activations", fix="add --weights int8")
+
+
+def _activation_form(profile: Profile, samples: list[dict[str, Any]] | None, method: str) -> str | None:
+    """How activations were lowered, for the manifest."""
+    if profile.activations == "fp16":
+        return "fp16 compute, fp32 inputs and outputs"
+    if profile.activations == "int8":
+        if samples is None:
+            return "dynamic int8 for MatMul/Gemm (no calibration), Conv in float"
+        return f"static int8 QDQ, {method} ranges from {len(samples)} calibration samples"
+    return None
+
+
 def _quantize_summary(quantized: QuantizeResult, profile: Profile) -> str:
-    if profile.weights == "fp32":
-        return "weights fp32: nothing to quantize"
-    return f"weights {profile.weights}: {quantized.tensors} tensors read by {len(quantized.nodes)} nodes"
+    if profile.weights == "fp32" and profile.activations == "fp32":
+        return "fp32: nothing to quantize"
+    text = f"weights {profile.weights}"
+    if profile.activations != "fp32":
+        text += f", activations {profile.activations}"
+    return f"{text}: {len(quantized.nodes)} nodes lowered"
 
 
 def _write_bundle(name: str, quantized: QuantizeResult, partitions: list[Partition], profile: Profile,

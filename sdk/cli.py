@@ -15,6 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .errors import EdgepackError
+from .manifest import describe_quantization
 
 stdout = Console(soft_wrap=False)
 stderr = Console(stderr=True, soft_wrap=True)
@@ -56,7 +57,8 @@ class RichReporter:
 
 def _precision_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"weights": args.weights, "activations": args.activations, "exclude_ops": args.exclude_op or (),
-            "exclude_nodes": args.exclude_node or ()}
+            "exclude_nodes": args.exclude_node or (), "calibration": args.calibration,
+            "calibration_method": args.calibration_method}
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -156,8 +158,7 @@ def _print_bundle(info: dict[str, Any]) -> None:
     summary.add_row("profile", f"{manifest['profile']['name']} (target {manifest['target']})")
     summary.add_row("source", f"{escape(source['file'])}: {source['nodes']} nodes, {source['bytes']:,} bytes, "
                               f"sha256 {source['sha256'][:16]}...")
-    summary.add_row("quantization", f"weights {manifest['quantization']['weights']}, "
-                                    f"activations {manifest['quantization']['activations']}")
+    summary.add_row("quantization", describe_quantization(manifest["quantization"]))
     summary.add_row("fidelity", "not verified" if not manifest["fidelity"]
                     else escape(fidelity_summary(manifest["fidelity"])) + ("" if manifest["fidelity"]["passed"]
                                                                            else " [red](below tolerance, accepted)[/]"))
@@ -287,6 +288,11 @@ def parser() -> argparse.ArgumentParser:
                    help="keep nodes of this op type in fp32 (repeatable)")
     b.add_argument("--exclude-node", action="append", metavar="NAME",
                    help="keep this node (by name in the slimmed model) in fp32 (repeatable)")
+    b.add_argument("--calibration", metavar="DIR",
+                   help="static int8 activations: calibration samples, one .npz (arrays named after the inputs) or "
+                        ".npy (one-input models) per sample; without it int8 activations are dynamic (MatMul/Gemm)")
+    b.add_argument("--calibration-method", default="minmax", metavar="minmax|percentile|entropy",
+                   help="how a range is picked from the calibration runs (default: minmax)")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.set_defaults(func=cmd_build)

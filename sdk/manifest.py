@@ -107,3 +107,15 @@ def verify_artifacts(bundle: Path, manifest: dict[str, Any]) -> None:
             raise EdgepackError(f"artefact {rel!r} does not match its sha256 in the manifest "
                                 f"(expected {str(info.get('sha256'))[:12]}..., found {actual[:12]}...)",
                                 where=str(path), fix="the file was changed or corrupted; rebuild the bundle")
+
+
+def describe_quantization(quantization: dict[str, Any]) -> str:
+    """The manifest's `quantization` in one line: precisions, how activations were quantized, what stayed float."""
+    text = f"weights {quantization['weights']}, activations {quantization['activations']}"
+    if quantization.get("activation_form"):
+        text += f" ({quantization['activation_form']})"
+    if quantization.get("kept_in_float"):
+        text += f", {len(quantization['kept_in_float'])} nodes kept in fp32 for fidelity"
+    if quantization.get("excluded"):
+        text += f", {len(quantization['excluded'])} excluded"
+    return text

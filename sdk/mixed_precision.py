@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import onnx
 
 from edgepack.packager.quantize import QuantizeResult
 from edgepack.packager.quantize.sensitivity import rank_nodes
 
 from .profile import Profile
-from .verify import FIDELITY_CHECK_OPTIONS, Oracle
+from .verify import Oracle, profile_runner
 
 Attempt = Callable[[list[str]], dict[str, Any]]
 """Rebuilds the bundle with the given nodes kept in fp32 and returns its fidelity."""
@@ -22,24 +21,10 @@ Attempt = Callable[[list[str]], dict[str, Any]]
 def keep_sensitive_in_float(reference: onnx.ModelProto, lowered: QuantizeResult, oracle: Oracle, profile: Profile,
                             attempt: Attempt) -> tuple[list[str], dict[str, Any]]:
     """The nodes kept in fp32 (most sensitive first) and the fidelity of the last attempt."""
-    ranking = rank_nodes(reference, lowered.model, lowered.nodes, oracle.samples[0], _runner(profile))
+    ranking = rank_nodes(reference, lowered.model, lowered.nodes, oracle.samples[0], profile_runner(profile))
     kept: list[str] = []
     fidelity: dict[str, Any] = {"passed": False}
     while not fidelity["passed"] and len(kept) < len(ranking):
         kept = ranking[:max(1, 2 * len(kept))]
         fidelity = attempt(kept)
     return kept, fidelity
-
-
-def _runner(profile: Profile) -> Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]]:
-    """Runs a whole model on the profile's first provider, or on `reference` when that one refuses it."""
-    from edgepack.runtime import Session
-
-    def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        try:
-            session = Session(model, providers=[profile.providers[0]], provider_options=FIDELITY_CHECK_OPTIONS)
-        except Exception:  # noqa: BLE001  (an accelerator that cannot compile the whole model)
-            session = Session(model, providers=["reference"])
-        return session.run(feeds)
-
-    return run

@@ -34,6 +34,8 @@ class Profile:
     bundle_mb: float | None = None
     peak_memory_mb: float | None = None
     min_cosine: float = 0.999
+    min_cosine_int8: float = 0.99
+    """The cosine asked of builds with int8 activations, whose integer compute is coarser than any float."""
     max_abs_diff: float | None = None
     source: str = ""
     """Where the profile was read from: `builtin:NAME` or a file path."""
@@ -48,8 +50,14 @@ class Profile:
             "opset": {"min": self.opset_min, "max": self.opset_max},
             "shapes": {"inputs": {k: list(v) for k, v in self.input_shapes.items()}, "dims": dict(self.dims)},
             "budgets": {"bundle_mb": self.bundle_mb, "peak_memory_mb": self.peak_memory_mb},
-            "fidelity": {"min_cosine": self.min_cosine, "max_abs_diff": self.max_abs_diff},
+            "fidelity": {"min_cosine": self.min_cosine, "min_cosine_int8": self.min_cosine_int8,
+                         "max_abs_diff": self.max_abs_diff},
         }
+
+    @property
+    def required_cosine(self) -> float:
+        """The least cosine a build of this precision must reach."""
+        return self.min_cosine_int8 if self.activations == "int8" else self.min_cosine
 
 
 # The schema: table -> key -> (checker, description of allowed values).
@@ -101,7 +109,8 @@ SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
     "shapes": {"inputs": (_shape_table, "a table of input name = [positive integers]"),
                "dims": (_dim_table, "a table of symbolic dimension name = positive integer")},
     "budgets": {"bundle_mb": (_positive, "a positive number"), "peak_memory_mb": (_positive, "a positive number")},
-    "fidelity": {"min_cosine": (_fraction, "a number from 0 to 1"), "max_abs_diff": (_positive, "a positive number")},
+    "fidelity": {"min_cosine": (_fraction, "a number from 0 to 1"),
+                 "min_cosine_int8": (_fraction, "a number from 0 to 1"), "max_abs_diff": (_positive, "a positive number")},
 }
 REQUIRED = ("name", "target", "providers")
 
@@ -174,6 +183,7 @@ def _validate(data: dict[str, Any], source: str) -> Profile:
         bundle_mb=flat.get("budgets.bundle_mb"),
         peak_memory_mb=flat.get("budgets.peak_memory_mb"),
         min_cosine=flat.get("fidelity.min_cosine", 0.999),
+        min_cosine_int8=flat.get("fidelity.min_cosine_int8", 0.99),
         max_abs_diff=flat.get("fidelity.max_abs_diff"),
         source=source,
     )

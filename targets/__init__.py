@@ -38,6 +38,8 @@ TARGETS: dict[str, Target] = {}
 
 WEIGHT_ONLY = frozenset((weights, "fp32") for weights in ("fp32", "fp16", "int8", "int4"))
 """Every weight precision with fp32 activations: weights lowered by the quantize stage, compute in fp32."""
+LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
+"""fp16 compute (fp32 inputs and outputs), and int8 compute on int8 weights (static QDQ or dynamic MatMul)."""
 
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})

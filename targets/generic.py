@@ -7,12 +7,12 @@ from typing import Any
 
 from edgepack.packager.graphs import count_nodes
 
-from . import WEIGHT_ONLY, BundleInput, register
+from . import LOWERED_COMPUTE, WEIGHT_ONLY, BundleInput, register
 
 ARTIFACT = "model.onnx"
 
 
-@register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY)
+@register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE)
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     (staging / ARTIFACT).write_bytes(bundle.model.SerializeToString(deterministic=True))
     graph = bundle.model.graph

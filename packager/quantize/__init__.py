@@ -1,13 +1,16 @@
 """The quantize stage: lower a slimmed model's precision as the profile asks, keeping chosen nodes in float.
 
 A weight mode is a module that registers a function `(model, keep) -> QuantizeResult`; `keep` names top-level
-nodes whose weights (and those read inside their subgraphs) stay in fp32."""
+nodes whose weights (and those read inside their subgraphs) stay in fp32. An activation mode registers
+`(model, keep, calibration) -> QuantizeResult` and runs after the weight mode; `calibration` is given to the
+modes that measure activation ranges."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx
 
 from ..graphs import iter_graph_protos
@@ -25,11 +28,28 @@ class QuantizeResult:
 MIN_ELEMENTS = 16
 """Smaller weights (scalars, shape-like constants) stay fp32: they weigh nothing and are often sensitive."""
 
-REQUIRED_OPSET = {"int4": 21}
-"""Weight precisions whose form needs a newer opset than the profile's minimum (int4 DequantizeLinear: 21)."""
+REQUIRED_OPSET = {"int8": 13, "int4": 21}
+"""Weight precisions whose form needs a newer opset than the profile's minimum (DequantizeLinear with an axis: 13;
+int4 and blocks: 21)."""
 
 WeightMode = Callable[[onnx.ModelProto, frozenset[str]], QuantizeResult]
 WEIGHT_MODES: dict[str, WeightMode] = {}
+Feeds = dict[str, np.ndarray]
+Run = Callable[[onnx.ModelProto, Feeds], Feeds]
+"""Runs a model on feeds and returns every graph output by name."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What static int8 measures activation ranges on: samples, how to run the model, how to pick a range."""
+
+    samples: Sequence[Feeds]
+    run: Run
+    method: str = "minmax"
+
+
+ActivationMode = Callable[[onnx.ModelProto, frozenset[str], Calibration | None], QuantizeResult]
+ACTIVATION_MODES: dict[str, ActivationMode] = {}
 
 
 def register_weights(name: str) -> Callable[[WeightMode], WeightMode]:
@@ -42,12 +62,29 @@ def register_weights(name: str) -> Callable[[WeightMode], WeightMode]:
     return decorate
 
 
-def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozenset()) -> QuantizeResult:
-    """`model` with its weights stored as `weights` (fp32: unchanged), except those read by nodes in `keep`."""
-    named = with_node_names(model)
-    if weights == "fp32":
-        return QuantizeResult(named)
-    return WEIGHT_MODES[weights](named, keep)
+def register_activations(name: str) -> Callable[[ActivationMode], ActivationMode]:
+    def decorate(mode: ActivationMode) -> ActivationMode:
+        if name in ACTIVATION_MODES:
+            raise ValueError(f"activation mode {name!r} registered twice")
+        ACTIVATION_MODES[name] = mode
+        return mode
+
+    return decorate
+
+
+def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozenset(), activations: str = "fp32",
+             calibration: Calibration | None = None) -> QuantizeResult:
+    """`model` with weights stored as `weights` and compute in `activations` (fp32: unchanged), except for the
+    nodes in `keep`. fp16 activations store every weight in fp16 themselves."""
+    result = QuantizeResult(with_node_names(model))
+    if weights != "fp32" and not (weights == "fp16" and activations == "fp16"):
+        result = WEIGHT_MODES[weights](result.model, keep)
+    if activations != "fp32":
+        lowered = ACTIVATION_MODES[activations](result.model, keep, calibration)
+        nodes = set(result.nodes) | set(lowered.nodes)
+        result = QuantizeResult(lowered.model, [n.name for n in lowered.model.graph.node if n.name in nodes],
+                                result.tensors + lowered.tensors)
+    return result
 
 
 def with_node_names(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -88,4 +125,4 @@ def _reads_within(node: onnx.NodeProto) -> Iterator[str]:
                     yield from (name for name in inner.input if name)
 
 
-from . import weights_fp16, weights_int  # noqa: E402,F401  (registration)
+from . import activations_fp16, activations_int8, weights_fp16, weights_int  # noqa: E402,F401  (registration)

@@ -3,13 +3,12 @@ float value exposed, and rank each candidate node by how much relative error it 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import onnx
 
-Run = Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]]
-"""Runs a model on feeds and returns every graph output by name."""
+from . import Run
 
 FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
@@ -17,10 +16,10 @@ FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFL
 def rank_nodes(reference: onnx.ModelProto, lowered: onnx.ModelProto, candidates: Sequence[str],
                feeds: dict[str, np.ndarray], run: Run) -> list[str]:
     """`candidates` (top-level node names of `lowered`), the one adding the most error first."""
-    reference_values, lowered_values = _float_values(reference), _float_values(lowered)
+    reference_values, lowered_values = float_values(reference), float_values(lowered)
     exposed = {name: info for name, info in reference_values.items() if name in lowered_values}
-    expected = run(_with_outputs(reference, exposed), feeds)
-    actual = run(_with_outputs(lowered, exposed), feeds)
+    expected = run(with_outputs(reference, exposed), feeds)
+    actual = run(with_outputs(lowered, exposed), feeds)
     error = {name: _relative_error(expected[name], actual[name]) for name in exposed
              if name in expected and name in actual}
     nodes = {node.name: node for node in lowered.graph.node}
@@ -34,7 +33,7 @@ def rank_nodes(reference: onnx.ModelProto, lowered: onnx.ModelProto, candidates:
     return sorted(candidates, key=added_error, reverse=True)
 
 
-def _float_values(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+def float_values(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     """Top-level node outputs with a float element type after shape inference, with their types."""
     inferred = onnx.shape_inference.infer_shapes(model)
     infos = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
@@ -42,7 +41,8 @@ def _float_values(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return {name: infos[name] for name in produced if infos[name].type.tensor_type.elem_type in FLOATS}
 
 
-def _with_outputs(model: onnx.ModelProto, values: dict[str, onnx.ValueInfoProto]) -> onnx.ModelProto:
+def with_outputs(model: onnx.ModelProto, values: dict[str, onnx.ValueInfoProto]) -> onnx.ModelProto:
+    """A copy of `model` that also outputs `values` (name -> type), so one run shows them."""
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     present = {output.name for output in exposed.graph.output}

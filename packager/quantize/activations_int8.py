@@ -1,0 +1,18 @@
+"""int8 compute for the ops whose weights the int8 weight mode quantized: static QDQ when calibration samples are
+given (activation ranges measured on them), else dynamic int8 for MatMul and Gemm (ranges measured per run)."""
+
+from __future__ import annotations
+
+import onnx
+
+from . import Calibration, QuantizeResult, register_activations
+from .dynamic_matmul import dynamic_matmul
+from .qdq_static import static_qdq
+
+
+@register_activations("int8")
+def int8_activations(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None
+                     ) -> QuantizeResult:
+    if calibration is None:
+        return dynamic_matmul(model, keep)
+    return static_qdq(model, keep, calibration)

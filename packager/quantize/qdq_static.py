@@ -1,0 +1,107 @@
+"""Static int8 in QDQ form: each Conv, MatMul and Gemm with int8 weights reads its activation through a
+QuantizeLinear/DequantizeLinear pair (uint8, asymmetric), its output (after a Relu or Clip that follows it) gets a
+pair too, and its bias becomes int32 at the input scale times the weight scale. Runtimes that know QDQ (OpenVINO,
+onnxruntime) fuse each group into one int8 op; the ranges come from running the calibration samples."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from . import Calibration, QuantizeResult
+from .int8_weights import Int8Weight, int8_weight
+from .ranges import RangeCollector, scale_zero_point
+from .sensitivity import float_values, with_outputs
+
+CLAMPS = {"Relu", "Clip"}
+"""Activations that follow an op and are quantized in its place: the range after them is the one that matters."""
+
+
+def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration) -> QuantizeResult:
+    graph = model.graph
+    producers = {out: node for node in graph.node for out in node.output}
+    initializers = {t.name: t for t in graph.initializer}
+    weights = {node.name: weight for node in graph.node if node.name not in keep
+               and (weight := int8_weight(node, producers, initializers)) is not None}
+    floats = float_values(model)
+    floats.update({v.name: v for v in graph.input if v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT})
+    chosen = {name: node for name, node in ((n.name, n) for n in graph.node) if name in weights
+              and node.input[0] in floats}
+    points = {node.input[0] for node in chosen.values()} | {_output_point(node, graph) for node in chosen.values()}
+    points = {name for name in points if name in floats and name not in initializers}
+    ranges = _measure(model, {name: floats[name] for name in points}, calibration)
+    params = {name: scale_zero_point(*ranges[name], symmetric=False) for name in points}
+    biases = [dequantize for node in chosen.values()
+              if (dequantize := _quantize_bias(graph, node, weights[node.name], params[node.input[0]][0]))]
+    _insert_pairs(graph, params)
+    nodes = [*biases, *graph.node]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return QuantizeResult(model, list(chosen), len(points))
+
+
+def _output_point(node: onnx.NodeProto, graph: onnx.GraphProto) -> str:
+    """`node`'s output, or the output of the Relu/Clip that is its only reader."""
+    output = node.output[0]
+    readers = [n for n in graph.node if output in n.input]
+    if len(readers) == 1 and readers[0].op_type in CLAMPS and output not in {o.name for o in graph.output}:
+        return readers[0].output[0]
+    return output
+
+
+def _measure(model: onnx.ModelProto, values: dict[str, onnx.ValueInfoProto], calibration: Calibration
+             ) -> dict[str, tuple[float, float]]:
+    probe = with_outputs(model, values)
+    collector = RangeCollector(calibration.method)
+    for feeds in calibration.samples:
+        outputs = calibration.run(probe, feeds)
+        for name in values:
+            collector.add(name, np.asarray(outputs[name]))
+    return collector.ranges()
+
+
+def _paired(name: str) -> str:
+    return f"{name}__dq"
+
+
+def _insert_pairs(graph: onnx.GraphProto, params: dict[str, tuple[float, int]]) -> None:
+    """A Q/DQ pair after each value in `params`; every top-level reader then reads the dequantized value."""
+    for name, (scale, zero_point) in params.items():
+        graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}__act_scale"),
+                                  numpy_helper.from_array(np.array(zero_point, np.uint8), f"{name}__act_zero")])
+    nodes = [node for name in params if name in {v.name for v in graph.input} for node in _pair(name)]
+    for node in graph.node:
+        node.input[:] = [_paired(n) if n in params else n for n in node.input]
+        nodes.append(node)
+        nodes.extend(pair for out in node.output if out in params for pair in _pair(out))
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def _pair(name: str) -> list[onnx.NodeProto]:
+    inputs = [f"{name}__act_scale", f"{name}__act_zero"]
+    return [helper.make_node("QuantizeLinear", [name, *inputs], [f"{name}__q"], f"{name}__quantize"),
+            helper.make_node("DequantizeLinear", [f"{name}__q", *inputs], [_paired(name)], f"{name}__dequantize")]
+
+
+def _quantize_bias(graph: onnx.GraphProto, node: onnx.NodeProto, weight: Int8Weight, input_scale: float
+                   ) -> onnx.NodeProto | None:
+    """Conv/Gemm bias as int32 at scale input_scale x weight scale, per output channel: the DequantizeLinear that
+    now gives `node` its bias, or None where the bias is not a 1-D fp32 initializer."""
+    if node.op_type == "MatMul" or len(node.input) < 3 or not node.input[2]:
+        return None
+    bias = next((t for t in graph.initializer if t.name == node.input[2]), None)
+    if bias is None or bias.data_type != onnx.TensorProto.FLOAT or len(bias.dims) != 1:
+        return None
+    values = numpy_helper.to_array(bias)
+    scale = (np.float32(input_scale) * weight.scale.astype(np.float32)).reshape(-1)
+    if scale.size not in (1, values.size):
+        return None
+    quantized = np.clip(np.rint(values / scale), -2**31, 2**31 - 1).astype(np.int32)
+    name = f"{node.name}__bias"
+    graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int32"),
+                              numpy_helper.from_array(np.broadcast_to(scale, values.shape).copy(), f"{name}_scale")])
+    node.input[2] = name
+    return helper.make_node("DequantizeLinear", [f"{name}_int32", f"{name}_scale"], [name], f"{name}__dequantize",
+                            axis=0)

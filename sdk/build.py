@@ -16,6 +16,7 @@ import onnx
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.quantize import REQUIRED_OPSET, Calibration, QuantizeResult, quantize
+from edgepack.packager.quantize.never_slower import slower_in_int8
 from edgepack.packager.quantize.ranges import CALIBRATION_METHODS
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
@@ -32,7 +33,6 @@ from .opset import convert_opset
 from .profile import ACTIVATION_PRECISIONS, WEIGHT_PRECISIONS, Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
 from .verify import SampleInputs, fidelity_summary, measure, model_inputs, profile_runner, run_oracle
-
 
 VERIFY_CALIBRATION_SAMPLES = 4
 """Without --sample-inputs, a calibrated build is verified on this many of its calibration samples (real data the
@@ -160,9 +160,14 @@ def build(
 
         quantized = lower(frozenset())
         excluded = excluded_nodes(quantized.model, exclude_ops, exclude_nodes) & set(quantized.nodes)
-        if excluded:
-            quantized = lower(excluded)
-        note(_quantize_summary(quantized, profile) + (f", {len(excluded)} excluded" if excluded else ""))
+        slower = frozenset()
+        if profile.activations == "int8":
+            form = "dynamic" if samples is None else "static"
+            slower = slower_in_int8(quantized.model, profile.target, form) & set(quantized.nodes) - excluded
+        if excluded or slower:
+            quantized = lower(excluded | slower)
+        note(_quantize_summary(quantized, profile) + (f", {len(excluded)} excluded" if excluded else "")
+             + (f", {len(slower)} kept fp32 where int8 is slower" if slower else ""))
 
     with staged_bundle(final, force) as staging:
         with _stage(report, progress, "partition") as note:
@@ -188,7 +193,7 @@ def build(
             with _stage(report, progress, "mixed precision") as note:
                 def attempt(keep: list[str]) -> dict[str, Any]:
                     nonlocal manifest
-                    lowered = lower(excluded | frozenset(keep))
+                    lowered = lower(excluded | slower | frozenset(keep))
                     manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
                                              source, report, pins, conversion, staging, keep)
                     return measure(staging, oracle, profile)
@@ -199,6 +204,7 @@ def build(
         fidelity["accepted_loss"] = bool(accept_fidelity_loss and not fidelity["passed"])
         manifest["fidelity"] = report.fidelity = fidelity
         manifest["quantization"]["excluded"] = sorted(excluded)
+        manifest["quantization"]["kept_for_speed"] = sorted(slower)
         manifest["quantization"]["activation_form"] = _activation_form(profile, samples, calibration_method)
         write_manifest(staging, manifest)
         if not fidelity["passed"] and not accept_fidelity_loss:

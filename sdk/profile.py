@@ -110,7 +110,8 @@ SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
                "dims": (_dim_table, "a table of symbolic dimension name = positive integer")},
     "budgets": {"bundle_mb": (_positive, "a positive number"), "peak_memory_mb": (_positive, "a positive number")},
     "fidelity": {"min_cosine": (_fraction, "a number from 0 to 1"),
-                 "min_cosine_int8": (_fraction, "a number from 0 to 1"), "max_abs_diff": (_positive, "a positive number")},
+                 "min_cosine_int8": (_fraction, "a number from 0 to 1"),
+                 "max_abs_diff": (_positive, "a positive number")},
 }
 REQUIRED = ("name", "target", "providers")
 

@@ -1,13 +1,17 @@
-"""Precision overrides on the command line: --weights, --exclude-op, --exclude-node, and their errors."""
+"""Precision overrides on the command line: --weights, --activations, --exclude-op, --exclude-node, --calibration,
+and their errors."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
+import pytest
 
 from edgepack import samples
+from edgepack.packager.quantize.never_slower import speed_table
 from tests.sdk.test_cli_errors import assert_user_error
 
 MODEL = "tiny-transformer"
@@ -61,3 +65,65 @@ def test_int4_needs_opset_21(cli, tmp_path: Path) -> None:
     profile.write_text('name = "old"\ntarget = "generic"\nproviders = ["reference"]\n[opset]\nmin = 13\nmax = 17\n')
     assert_user_error(cli("build", samples.path(MODEL), "-p", profile, "-o", tmp_path, "--weights", "int4"),
                       "need opset 21", "opset 17 at most")
+
+
+def calibration_folder(tmp_path: Path, count: int = 3, name: str = "tokens", dtype: str = "float32",
+                       shape: tuple[int, ...] = (1, 16, 64)) -> Path:
+    folder = tmp_path / "calibration"
+    folder.mkdir(exist_ok=True)
+    rng = np.random.default_rng(0)
+    for index in range(count):
+        np.savez(folder / f"{index:04d}.npz", **{name: rng.standard_normal(shape).astype(dtype)})
+    return folder
+
+
+def int8_build(cli, tmp_path: Path, *options: str | Path):
+    return cli("build", samples.path(MODEL), "-p", "generic", "-o", tmp_path / "out", "--force", "--weights", "int8",
+               "--activations", "int8", *options)
+
+
+def test_calibrated_int8_build_is_static_and_verified_on_the_calibration_samples(cli, tmp_path: Path) -> None:
+    result = int8_build(cli, tmp_path, "--calibration", calibration_folder(tmp_path), "--json")
+    assert result.code == 0, result.err
+    manifest = json.loads((Path(json.loads(result.out)["bundle_dir"]) / "manifest.json").read_text())
+    assert manifest["quantization"]["activation_form"].startswith("static int8 QDQ, minmax ranges from 3 ")
+    assert manifest["fidelity"]["inputs"] == "the first 3 calibration samples"
+    assert manifest["fidelity"]["tolerance"]["min_cosine"] == 0.99
+    # int8_speed.toml measures static QDQ MatMul slower than fp32 on onnxruntime, which runs generic bundles
+    assert speed_table()["onnxruntime"]["MatMul"]["static"] >= 1.0
+    model = onnx.load(Path(json.loads(result.out)["bundle_dir"]) / "model.onnx")
+    weights = {t.name for t in model.graph.initializer}
+    matmuls = [node.name for node in model.graph.node if node.op_type == "MatMul" and node.input[1] in weights]
+    assert matmuls and manifest["quantization"]["kept_for_speed"] == sorted(matmuls)
+    assert "QuantizeLinear" not in [node.op_type for node in model.graph.node]
+
+
+def test_int8_activations_without_calibration_are_dynamic(cli, tmp_path: Path) -> None:
+    result = int8_build(cli, tmp_path, "--json")
+    assert result.code == 0, result.err
+    bundle = Path(json.loads(result.out)["bundle_dir"])
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["quantization"]["activation_form"].startswith("dynamic int8")
+    assert "MatMulInteger" in [node.op_type for node in onnx.load(bundle / "model.onnx").graph.node]
+
+
+@pytest.mark.parametrize(("folder", "fragments"), [
+    (lambda tmp: tmp / "missing", ["does not exist", "missing"]),
+    (lambda tmp: (tmp / "empty").mkdir() or tmp / "empty", ["no .npz or .npy", "tokens"]),
+    (lambda tmp: calibration_folder(tmp, name="words"), ["words", "tokens", "0000.npz"]),
+    (lambda tmp: calibration_folder(tmp, dtype="float64"), ["float64", "float32", "astype"]),
+    (lambda tmp: calibration_folder(tmp, shape=(1, 16, 65)), ["65", "64", "axis 2"]),
+])
+def test_calibration_input_errors_are_one_paragraph(cli, tmp_path: Path, folder, fragments: list[str]) -> None:
+    assert_user_error(int8_build(cli, tmp_path, "--calibration", folder(tmp_path)), *fragments)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_calibration_option_errors(cli, tmp_path: Path) -> None:
+    folder = calibration_folder(tmp_path)
+    assert_user_error(cli("build", samples.path(MODEL), "-p", "generic", "-o", tmp_path, "--calibration", folder),
+                      "activations are fp32", "--activations int8")
+    assert_user_error(int8_build(cli, tmp_path, "--calibration", folder, "--calibration-method", "kl"),
+                      "'kl' is not a calibration method", "entropy")
+    assert_user_error(cli("build", samples.path(MODEL), "-p", "generic", "-o", tmp_path, "--activations", "int8"),
+                      "int8 activations need int8 weights", "--weights int8")

@@ -1,0 +1,50 @@
+"""Never slower: int8 compute only for the op classes whose int8 form is faster than fp32 on the runtime a target
+ships to, as `benchmarks/int8_speed.py` measured into `int8_speed.toml` (int8 latency / fp32 latency)."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import onnx
+
+from edgepack.runtime.capability import attribute
+
+TABLE = Path(__file__).with_name("int8_speed.toml")
+RUNTIME_OF_TARGET = {"generic": "onnxruntime", "openvino": "openvino"}
+"""The runtime whose speed decides for each target's bundles (a generic bundle is run by onnxruntime)."""
+
+
+@cache
+def speed_table() -> dict[str, dict[str, dict[str, float]]]:
+    """runtime -> op class -> int8 form -> int8 / fp32 latency."""
+    return tomllib.loads(TABLE.read_text())
+
+
+def op_class(node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto]) -> str | None:
+    """The benchmark's op class of `node`: Conv, DepthwiseConv, PointwiseConv, MatMul or Gemm."""
+    if node.op_type in ("MatMul", "Gemm"):
+        return node.op_type
+    if node.op_type != "Conv":
+        return None
+    group = int(attribute(node, "group", 1))
+    kernel = list(attribute(node, "kernel_shape", []) or [])
+    if not kernel and len(node.input) > 1 and node.input[1] in initializers:
+        kernel = list(initializers[node.input[1]].dims[2:])
+    if group > 1:
+        return "DepthwiseConv"
+    return "PointwiseConv" if kernel and all(k == 1 for k in kernel) else "Conv"
+
+
+def slower_in_int8(model: onnx.ModelProto, target: str, form: str) -> frozenset[str]:
+    """Top-level nodes whose op class is not measured faster in int8 `form` (static or dynamic) on the runtime of
+    `target`; a target without measurements gets every candidate."""
+    ratios = speed_table().get(RUNTIME_OF_TARGET.get(target, ""), {})
+    initializers = {t.name: t for t in model.graph.initializer}
+    slower = set()
+    for node in model.graph.node:
+        kind = op_class(node, initializers)
+        if kind is not None and ratios.get(kind, {}).get(form, float("inf")) >= 1.0:
+            slower.add(node.name)
+    return frozenset(slower)

@@ -1,0 +1,33 @@
+"""The never-slower table: int8 forms are used only where `benchmarks/int8_speed.py` measured them faster."""
+
+from __future__ import annotations
+
+import onnx
+
+from edgepack import samples
+from edgepack.packager.quantize import quantize
+from edgepack.packager.quantize.never_slower import RUNTIME_OF_TARGET, op_class, slower_in_int8, speed_table
+
+
+def test_every_target_runtime_has_measurements_for_every_op_class() -> None:
+    for runtime in RUNTIME_OF_TARGET.values():
+        table = speed_table()[runtime]
+        for kind in ("Conv", "DepthwiseConv", "PointwiseConv", "MatMul", "Gemm"):
+            assert kind in table and all(ratio > 0 for ratio in table[kind].values()), (runtime, kind)
+
+
+def test_op_classes_of_ppocr_cls() -> None:
+    model = quantize(onnx.load(samples.path("ppocr-cls")), "fp32").model
+    initializers = {t.name: t for t in model.graph.initializer}
+    kinds = {op_class(node, initializers) for node in model.graph.node}
+    assert {"Conv", "DepthwiseConv", "PointwiseConv"} <= kinds
+
+
+def test_slower_nodes_follow_the_table() -> None:
+    model = quantize(onnx.load(samples.path("tiny-transformer")), "fp32").model
+    matmuls = {node.name for node in model.graph.node if node.op_type == "MatMul"}
+    for target, runtime in RUNTIME_OF_TARGET.items():
+        for form in ("static", "dynamic"):
+            ratio = speed_table()[runtime]["MatMul"].get(form, float("inf"))
+            assert (slower_in_int8(model, target, form) == matmuls) == (ratio >= 1.0), (target, form)
+    assert slower_in_int8(model, "no-such-target", "static") == matmuls

@@ -11,7 +11,7 @@ from onnx import helper, numpy_helper
 from edgepack.runtime.capability import attribute
 
 from . import QuantizeResult
-from .int8_weights import Int8Weight, int8_weight
+from .int8_weights import Int8Weight, drop_unread_initializers, int8_weight
 
 
 def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
@@ -31,6 +31,7 @@ def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResu
               and n.output[0] not in {o.name for o in graph.output}}
     del graph.node[:]
     graph.node.extend(n for n in nodes if n.name not in unused)
+    drop_unread_initializers(graph)
     return QuantizeResult(model, lowered, len(lowered))
 
 

@@ -1,4 +1,5 @@
-"""The int8 weights the weight mode left in front of an op: the DequantizeLinear feeding a weight slot."""
+"""The int8 weights the weight mode left in front of an op (the DequantizeLinear feeding a weight slot), and the
+clean-up after an activation mode has rewired them."""
 
 from __future__ import annotations
 
@@ -38,3 +39,11 @@ def int8_weight(node: onnx.NodeProto, producers: dict[str, onnx.NodeProto],
         return None
     return Int8Weight(dequantize, numpy_helper.to_array(values), numpy_helper.to_array(scale),
                       int(attribute(dequantize, "axis", 1)))
+
+
+def drop_unread_initializers(graph: onnx.GraphProto) -> None:
+    """Initializers of `graph` that no node reads any more (and that are not outputs) are removed."""
+    read = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    kept = [t for t in graph.initializer if t.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)

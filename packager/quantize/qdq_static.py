@@ -10,7 +10,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import Calibration, QuantizeResult
-from .int8_weights import Int8Weight, int8_weight
+from .int8_weights import Int8Weight, drop_unread_initializers, int8_weight
 from .ranges import RangeCollector, scale_zero_point
 from .sensitivity import float_values, with_outputs
 
@@ -38,6 +38,7 @@ def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibr
     nodes = [*biases, *graph.node]
     del graph.node[:]
     graph.node.extend(nodes)
+    drop_unread_initializers(graph)
     return QuantizeResult(model, list(chosen), len(points))
 
 
@@ -88,17 +89,21 @@ def _pair(name: str) -> list[onnx.NodeProto]:
 def _quantize_bias(graph: onnx.GraphProto, node: onnx.NodeProto, weight: Int8Weight, input_scale: float
                    ) -> onnx.NodeProto | None:
     """Conv/Gemm bias as int32 at scale input_scale x weight scale, per output channel: the DequantizeLinear that
-    now gives `node` its bias, or None where the bias is not a 1-D fp32 initializer."""
+    now gives `node` its bias, or None where the bias is not a 1-D fp32 initializer or does not fit int32."""
     if node.op_type == "MatMul" or len(node.input) < 3 or not node.input[2]:
         return None
     bias = next((t for t in graph.initializer if t.name == node.input[2]), None)
     if bias is None or bias.data_type != onnx.TensorProto.FLOAT or len(bias.dims) != 1:
         return None
-    values = numpy_helper.to_array(bias)
+    values = numpy_helper.to_array(bias).astype(np.float64)
     scale = (np.float32(input_scale) * weight.scale.astype(np.float32)).reshape(-1)
     if scale.size not in (1, values.size):
         return None
-    quantized = np.clip(np.rint(values / scale), -2**31, 2**31 - 1).astype(np.int32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        steps = values / scale.astype(np.float64)
+    if not np.all(np.abs(steps) < 2**31 - 1):  # a near-zero weight scale: the bias does not fit int32
+        return None
+    quantized = np.rint(steps).astype(np.int32)
     name = f"{node.name}__bias"
     graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int32"),
                               numpy_helper.from_array(np.broadcast_to(scale, values.shape).copy(), f"{name}_scale")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import onnx
@@ -41,35 +42,39 @@ Run = Callable[[onnx.ModelProto, Feeds], Feeds]
 
 @dataclass(frozen=True)
 class Calibration:
-    """What static int8 measures activation ranges on: samples, how to run the model, how to pick a range."""
+    """What static int8 measures activation ranges on: samples, how to run the model, how to pick a range. One
+    Calibration serves one model: it keeps the ranges it measured."""
 
     samples: Sequence[Feeds]
     run: Run
     method: str = "minmax"
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
+    """Ranges measured so far, by value name: a build quantizes the same model again with other nodes kept, and
+    the values it calibrates are then among those already measured."""
 
 
 ActivationMode = Callable[[onnx.ModelProto, frozenset[str], Calibration | None], QuantizeResult]
 ACTIVATION_MODES: dict[str, ActivationMode] = {}
+Mode = TypeVar("Mode", WeightMode, ActivationMode)
 
 
-def register_weights(name: str) -> Callable[[WeightMode], WeightMode]:
-    def decorate(mode: WeightMode) -> WeightMode:
-        if name in WEIGHT_MODES:
-            raise ValueError(f"weight mode {name!r} registered twice")
-        WEIGHT_MODES[name] = mode
-        return mode
+def _registrar(table: dict[str, Mode], kind: str) -> Callable[[str], Callable[[Mode], Mode]]:
+    """A decorator factory that files a mode under its name in `table`, once."""
 
-    return decorate
+    def register(name: str) -> Callable[[Mode], Mode]:
+        def decorate(mode: Mode) -> Mode:
+            if name in table:
+                raise ValueError(f"{kind} mode {name!r} registered twice")
+            table[name] = mode
+            return mode
+
+        return decorate
+
+    return register
 
 
-def register_activations(name: str) -> Callable[[ActivationMode], ActivationMode]:
-    def decorate(mode: ActivationMode) -> ActivationMode:
-        if name in ACTIVATION_MODES:
-            raise ValueError(f"activation mode {name!r} registered twice")
-        ACTIVATION_MODES[name] = mode
-        return mode
-
-    return decorate
+register_weights = _registrar(WEIGHT_MODES, "weight")
+register_activations = _registrar(ACTIVATION_MODES, "activation")
 
 
 def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozenset(), activations: str = "fp32",

@@ -9,6 +9,7 @@ Constant values, random and EyeLike `dtype`) are rewritten. Nodes in `keep` comp
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 
 import numpy as np
 import onnx
@@ -80,8 +81,13 @@ def _constant_is_float(node: onnx.NodeProto) -> bool:
 
 def _slot_takes_fp16(node: onnx.NodeProto, index: int, opset: int, kind: str) -> bool:
     """Whether the schema lets input (or output) `index` of `node` be float16."""
+    return _formal_takes_fp16(node.op_type, node.domain, opset, index, kind)
+
+
+@cache
+def _formal_takes_fp16(op_type: str, domain: str, opset: int, index: int, kind: str) -> bool:
     try:
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+        schema = onnx.defs.get_schema(op_type, opset, domain)
     except onnx.defs.SchemaError:
         return False
     formals = schema.inputs if kind == "input" else schema.outputs

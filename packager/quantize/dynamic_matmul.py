@@ -11,7 +11,7 @@ from onnx import helper, numpy_helper
 from edgepack.runtime.capability import attribute
 
 from . import QuantizeResult
-from .int8_weights import Int8Weight, drop_unread_initializers, int8_weight
+from .int8_weights import Int8Weight, int8_weight, without_dead_code
 
 
 def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
@@ -26,13 +26,9 @@ def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResu
             continue
         nodes.extend(_integer_matmul(graph, node, weight))
         lowered.append(node.name)
-    read = {name for node in nodes for name in node.input}
-    unused = {n.name for n in nodes if n.op_type == "DequantizeLinear" and not set(n.output) & read
-              and n.output[0] not in {o.name for o in graph.output}}
     del graph.node[:]
-    graph.node.extend(n for n in nodes if n.name not in unused)
-    drop_unread_initializers(graph)
-    return QuantizeResult(model, lowered, len(lowered))
+    graph.node.extend(nodes)
+    return QuantizeResult(without_dead_code(model), lowered, len(lowered))
 
 
 def _plain(node: onnx.NodeProto, weight: Int8Weight) -> bool:

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
+import onnx_ir as ir
 from onnx import numpy_helper
 
 from edgepack.runtime.capability import attribute
+
+from ..passes import dead_code
 
 WEIGHT_INPUT = {"Conv": 1, "MatMul": 1, "Gemm": 1}
 """Op type -> the input that holds its weight."""
@@ -41,9 +44,7 @@ def int8_weight(node: onnx.NodeProto, producers: dict[str, onnx.NodeProto],
                       int(attribute(dequantize, "axis", 1)))
 
 
-def drop_unread_initializers(graph: onnx.GraphProto) -> None:
-    """Initializers of `graph` that no node reads any more (and that are not outputs) are removed."""
-    read = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    kept = [t for t in graph.initializer if t.name in read]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
+
+def without_dead_code(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` without the nodes and initializers a rewrite left unread (reads inside subgraphs count)."""
+    return ir.to_proto(dead_code.apply(ir.from_proto(model)))

@@ -10,7 +10,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import Calibration, QuantizeResult
-from .int8_weights import Int8Weight, drop_unread_initializers, int8_weight
+from .int8_weights import Int8Weight, int8_weight, without_dead_code
 from .ranges import RangeCollector, scale_zero_point
 from .sensitivity import float_values, with_outputs
 
@@ -28,38 +28,47 @@ def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibr
     floats.update({v.name: v for v in graph.input if v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT})
     chosen = {name: node for name, node in ((n.name, n) for n in graph.node) if name in weights
               and node.input[0] in floats}
-    points = {node.input[0] for node in chosen.values()} | {_output_point(node, graph) for node in chosen.values()}
+    readers_of: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers_of.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
+    points = {node.input[0] for node in chosen.values()} | {_output_point(node, readers_of, outputs)
+                                                            for node in chosen.values()}
     points = {name for name in points if name in floats and name not in initializers}
     ranges = _measure(model, {name: floats[name] for name in points}, calibration)
     params = {name: scale_zero_point(*ranges[name], symmetric=False) for name in points}
-    biases = [dequantize for node in chosen.values()
-              if (dequantize := _quantize_bias(graph, node, weights[node.name], params[node.input[0]][0]))]
+    biases = [dequantize for node in chosen.values() if (dequantize := _quantize_bias(
+        graph, node, initializers.get(node.input[2]) if len(node.input) > 2 else None, weights[node.name],
+        params[node.input[0]][0]))]
     _insert_pairs(graph, params)
     nodes = [*biases, *graph.node]
     del graph.node[:]
     graph.node.extend(nodes)
-    drop_unread_initializers(graph)
-    return QuantizeResult(model, list(chosen), len(points))
+    return QuantizeResult(without_dead_code(model), list(chosen), len(points))
 
 
-def _output_point(node: onnx.NodeProto, graph: onnx.GraphProto) -> str:
+def _output_point(node: onnx.NodeProto, readers_of: dict[str, list[onnx.NodeProto]], outputs: set[str]) -> str:
     """`node`'s output, or the output of the Relu/Clip that is its only reader."""
     output = node.output[0]
-    readers = [n for n in graph.node if output in n.input]
-    if len(readers) == 1 and readers[0].op_type in CLAMPS and output not in {o.name for o in graph.output}:
+    readers = readers_of.get(output, [])
+    if len(readers) == 1 and readers[0].op_type in CLAMPS and output not in outputs:
         return readers[0].output[0]
     return output
 
 
 def _measure(model: onnx.ModelProto, values: dict[str, onnx.ValueInfoProto], calibration: Calibration
              ) -> dict[str, tuple[float, float]]:
-    probe = with_outputs(model, values)
-    collector = RangeCollector(calibration.method)
-    for feeds in calibration.samples:
-        outputs = calibration.run(probe, feeds)
-        for name in values:
-            collector.add(name, np.asarray(outputs[name]))
-    return collector.ranges()
+    missing = {name: info for name, info in values.items() if name not in calibration.ranges}
+    if missing:
+        probe = with_outputs(model, missing)
+        collector = RangeCollector(calibration.method)
+        for feeds in calibration.samples:
+            outputs = calibration.run(probe, feeds)
+            for name in missing:
+                collector.add(name, np.asarray(outputs[name]))
+        calibration.ranges.update(collector.ranges())
+    return {name: calibration.ranges[name] for name in values}
 
 
 def _paired(name: str) -> str:
@@ -71,7 +80,8 @@ def _insert_pairs(graph: onnx.GraphProto, params: dict[str, tuple[float, int]]) 
     for name, (scale, zero_point) in params.items():
         graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}__act_scale"),
                                   numpy_helper.from_array(np.array(zero_point, np.uint8), f"{name}__act_zero")])
-    nodes = [node for name in params if name in {v.name for v in graph.input} for node in _pair(name)]
+    inputs = {v.name for v in graph.input}
+    nodes = [node for name in params if name in inputs for node in _pair(name)]
     for node in graph.node:
         node.input[:] = [_paired(n) if n in params else n for n in node.input]
         nodes.append(node)
@@ -86,14 +96,11 @@ def _pair(name: str) -> list[onnx.NodeProto]:
             helper.make_node("DequantizeLinear", [f"{name}__q", *inputs], [_paired(name)], f"{name}__dequantize")]
 
 
-def _quantize_bias(graph: onnx.GraphProto, node: onnx.NodeProto, weight: Int8Weight, input_scale: float
-                   ) -> onnx.NodeProto | None:
+def _quantize_bias(graph: onnx.GraphProto, node: onnx.NodeProto, bias: onnx.TensorProto | None, weight: Int8Weight,
+                   input_scale: float) -> onnx.NodeProto | None:
     """Conv/Gemm bias as int32 at scale input_scale x weight scale, per output channel: the DequantizeLinear that
     now gives `node` its bias, or None where the bias is not a 1-D fp32 initializer or does not fit int32."""
-    if node.op_type == "MatMul" or len(node.input) < 3 or not node.input[2]:
-        return None
-    bias = next((t for t in graph.initializer if t.name == node.input[2]), None)
-    if bias is None or bias.data_type != onnx.TensorProto.FLOAT or len(bias.dims) != 1:
+    if node.op_type == "MatMul" or bias is None or bias.data_type != onnx.TensorProto.FLOAT or len(bias.dims) != 1:
         return None
     values = numpy_helper.to_array(bias).astype(np.float64)
     scale = (np.float32(input_scale) * weight.scale.astype(np.float32)).reshape(-1)

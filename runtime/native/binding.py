@@ -1,0 +1,100 @@
+"""ctypes binding to the host build of the C core: one `NativeSession` per plan."""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from edgepack.errors import EdgepackError
+
+from .build import shared_library
+from .epk import DTYPES
+
+MAX_RANK = 8
+MEMORY_ALIGN = 64
+NUMPY_DTYPES = {code: name for name, code in DTYPES.items()}
+
+
+class TensorInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_uint32), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32), ("dims", ctypes.c_int64 * MAX_RANK), ("bytes", ctypes.c_size_t),
+                ("data", ctypes.c_void_p)]
+
+
+@cache
+def library(path: Path | None = None) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path or shared_library()))
+    size_p, void_p = ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p
+    lib.ep_required_bytes.argtypes = [void_p, ctypes.c_size_t, size_p]
+    lib.ep_open.argtypes = [void_p, ctypes.c_size_t, void_p, ctypes.c_size_t, ctypes.POINTER(void_p)]
+    lib.ep_open_error.argtypes = [void_p, ctypes.c_size_t]
+    lib.ep_open_error.restype = ctypes.c_char_p
+    lib.ep_run.argtypes = [void_p]
+    lib.ep_error.argtypes = [void_p]
+    lib.ep_error.restype = ctypes.c_char_p
+    for name in ("ep_input_count", "ep_output_count"):
+        getattr(lib, name).argtypes = [void_p]
+        getattr(lib, name).restype = ctypes.c_size_t
+    for name in ("ep_input", "ep_output"):
+        getattr(lib, name).argtypes = [void_p, ctypes.c_size_t, ctypes.POINTER(TensorInfo)]
+    lib.ep_status_name.restype = ctypes.c_char_p
+    return lib
+
+
+def aligned_buffer(size: int, alignment: int = MEMORY_ALIGN) -> np.ndarray:
+    raw = np.zeros(size + alignment, dtype=np.uint8)
+    start = (-raw.ctypes.data) % alignment
+    return raw[start:start + size]
+
+
+class NativeError(EdgepackError):
+    """The C core refused a plan or failed while running it."""
+
+    def __init__(self, status: int, message: str, what: str) -> None:
+        self.status = status
+        super().__init__(f"{what}: {message or 'no message'} (status {status})", where="cpu runtime core",
+                         fix="re-lower the model; if the plan came from edgepack, report it")
+
+
+class NativeSession:
+    """A plan opened in memory this object owns; `run(feeds)` writes inputs, runs and copies outputs out."""
+
+    def __init__(self, plan: bytes, library_path: Path | None = None) -> None:
+        self.lib = library(library_path)
+        self.plan = aligned_buffer(len(plan))
+        self.plan[:] = np.frombuffer(plan, dtype=np.uint8)
+        needed = ctypes.c_size_t()
+        status = self.lib.ep_required_bytes(self.plan.ctypes.data, len(plan), ctypes.byref(needed))
+        if status:
+            raise NativeError(status, self.lib.ep_status_name(status).decode(), "the plan header is invalid")
+        self.memory = aligned_buffer(needed.value)
+        handle = ctypes.c_void_p()
+        status = self.lib.ep_open(self.plan.ctypes.data, len(plan), self.memory.ctypes.data, needed.value,
+                                  ctypes.byref(handle))
+        if status:
+            message = self.lib.ep_open_error(self.memory.ctypes.data, needed.value).decode(errors="replace")
+            raise NativeError(status, message, "the runtime core refused the plan")
+        self.handle = handle
+        self.inputs = [self._info(self.lib.ep_input, i) for i in range(self.lib.ep_input_count(handle))]
+        self.outputs = [self._info(self.lib.ep_output, i) for i in range(self.lib.ep_output_count(handle))]
+
+    def _info(self, getter: object, index: int) -> tuple[str, np.ndarray]:
+        info = TensorInfo()
+        getter(self.handle, index, ctypes.byref(info))  # type: ignore[operator]
+        name = ctypes.string_at(info.name, info.name_len).decode() if info.name_len else ""
+        dtype = np.dtype(NUMPY_DTYPES[info.dtype])
+        shape = tuple(info.dims[:info.rank])
+        offset = info.data - self.memory.ctypes.data
+        view = self.memory[offset:offset + info.bytes].view(dtype).reshape(shape)
+        return name, view
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for name, view in self.inputs:
+            view[...] = feeds[name]
+        status = self.lib.ep_run(self.handle)
+        if status:
+            raise NativeError(status, self.lib.ep_error(self.handle).decode(errors="replace"), "running the plan failed")
+        return {name: view.copy() for name, view in self.outputs}

@@ -1,0 +1,85 @@
+"""Builds the C core for the host with the system C compiler, once per source/flags hash, into a cache folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import platformdirs
+
+from edgepack.errors import EdgepackError
+
+NATIVE = Path(__file__).parent
+STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
+RELEASE = ["-O3", "-march=native", "-ffp-contract=fast"]
+SANITIZED = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+
+
+def sources() -> list[Path]:
+    """The core's C sources (loader, executor, helpers and every kernel)."""
+    return sorted(NATIVE.glob("*.c")) + sorted((NATIVE / "kernels").glob("*.c"))
+
+
+def cache_root() -> Path:
+    """`$EDGEPACK_CACHE/native` if set, else the user's cache folder."""
+    env = os.environ.get("EDGEPACK_CACHE")
+    return (Path(env) if env else Path(platformdirs.user_cache_dir("edgepack"))) / "native"
+
+
+def compiler() -> str:
+    found = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not found:
+        raise EdgepackError("no C compiler found to build the cpu runtime core",
+                            fix="install one (apt-get install gcc) or set CC")
+    return found
+
+
+def _key(files: list[Path], flags: list[str], cc: str) -> str:
+    digest = hashlib.sha256()
+    for path in [*files, *sorted(NATIVE.glob("*.h")), *sorted((NATIVE / "kernels").glob("*.h")),
+                 NATIVE / "include" / "edgepack.h"]:
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(" ".join([cc, *flags]).encode())
+    return digest.hexdigest()[:16]
+
+
+def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: list[str]) -> Path:
+    """Compiles the core (plus `extra_sources`) once into `cache_root()/name-<hash>`, atomically."""
+    cc = compiler()
+    files = sources() + extra_sources
+    all_flags = [*STRICT, *flags, *output_flags]
+    target = cache_root() / f"{name}-{_key(files, all_flags, cc)}"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        temporary = Path(tmp) / target.name
+        command = [cc, *all_flags, f"-I{NATIVE}", "-o", str(temporary), *map(str, files)]
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise EdgepackError(f"building the runtime core failed: {proc.stderr.strip()[:2000]}",
+                                where=" ".join(command[:6]), fix="check the C compiler, or report the error")
+        os.replace(temporary, target)
+    return target
+
+
+def shared_library() -> Path:
+    """The host library (`-O3 -march=native`) used by the `cpu` provider."""
+    return build("libedgepack.so", [], RELEASE, ["-shared", "-fPIC"])
+
+
+def runner(sanitized: bool = False) -> Path:
+    """The `ep_run` command-line runner (reads an .epk and .npy inputs, writes .npy outputs); with `sanitized`,
+    built with AddressSanitizer and UndefinedBehaviorSanitizer."""
+    flags = SANITIZED if sanitized else RELEASE
+    return build("ep_run-asan" if sanitized else "ep_run", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
+                 flags, [])
+
+
+def fuzzer() -> Path:
+    """The mutation fuzzer harness, built with AddressSanitizer and UndefinedBehaviorSanitizer."""
+    return build("ep_fuzz-asan", [NATIVE / "cli" / "ep_fuzz.c"], SANITIZED, [])

@@ -1,0 +1,111 @@
+/* Internal types shared by the loader, the executor and the kernels. */
+#ifndef EP_INTERNAL_H
+#define EP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/edgepack.h"
+
+#define EP_MAGIC 0x314B5045u /* "EPK1" read little-endian */
+#define EP_FORMAT_VERSION 1u
+#define EP_HEADER_BYTES 96u
+#define EP_TENSOR_RECORD_BYTES 48u
+#define EP_OP_RECORD_BYTES 16u
+#define EP_ABSENT 0xFFFFFFFFu
+#define EP_MAX_ELEMENTS ((int64_t)1 << 40)
+#define EP_LOCATION_ARENA 0u
+#define EP_LOCATION_WEIGHT 1u
+
+typedef struct ep_tensor {
+    void *data;
+    int64_t count;
+    size_t bytes;
+    int32_t dtype;
+    int32_t rank;
+    int64_t dims[EP_MAX_RANK];
+    const char *name;
+    uint32_t name_len;
+    uint32_t location;
+    uint32_t first_write; /* time of the first write: 0 for a model input, op index + 1 for an op's output */
+    uint32_t last_use;    /* time of the last read: n_ops + 1 for a model output */
+} ep_tensor;
+
+typedef struct ep_node {
+    uint32_t id;
+    uint32_t n_in;
+    uint32_t n_out;
+    ep_tensor **in;       /* n_in entries; NULL for an absent optional input */
+    ep_tensor **out;      /* n_out entries, never NULL */
+    const int32_t *params;
+    uint32_t n_params;
+} ep_node;
+
+typedef struct ep_context {
+    float *scratch;
+    size_t scratch_floats;
+    char *error;
+} ep_context;
+
+/* Checks the node's tensors and parameters; returns EP_OK or writes a message and returns EP_ERR_OP. On success
+   *scratch_bytes holds the scratch the kernel needs at least. */
+typedef ep_status (*ep_check_fn)(const ep_node *node, size_t *scratch_bytes, char *error);
+typedef ep_status (*ep_run_fn)(const ep_node *node, const ep_context *context);
+
+typedef struct ep_kernel {
+    const char *name;
+    ep_check_fn check;
+    ep_run_fn run;
+} ep_kernel;
+
+/* Op ids: a fixed table, the plan format's contract (EPK.md lists them). */
+enum {
+    EP_OP_COPY = 0, EP_OP_SKIP_UNLESS = 1, EP_OP_SKIP = 2, EP_OP_BINARY = 3, EP_OP_UNARY = 4, EP_OP_CONV = 5,
+    EP_OP_CONV_TRANSPOSE = 6, EP_OP_MATMUL = 7, EP_OP_GEMM = 8, EP_OP_POOL = 9, EP_OP_SOFTMAX = 10,
+    EP_OP_REDUCE = 11, EP_OP_TRANSPOSE = 12, EP_OP_CONCAT = 13, EP_OP_SPLIT = 14, EP_OP_SLICE = 15,
+    EP_OP_GATHER = 16, EP_OP_PAD = 17, EP_OP_RESIZE = 18, EP_OP_CHANNEL_AFFINE = 19, EP_OP_LAYER_NORM = 20,
+    EP_OP_CAST = 21, EP_OP_WHERE = 22, EP_OP_EXPAND = 23, EP_OP_LSTM = 24, EP_OP_ARG_EXTREME = 25,
+    EP_OP_COUNT = 26
+};
+
+const ep_kernel *ep_kernel_for(uint32_t op_id);
+
+struct ep_session {
+    char error[EP_ERROR_CAPACITY];
+    const uint8_t *plan;
+    size_t plan_len;
+    uint32_t n_tensors, n_ops, n_inputs, n_outputs;
+    ep_tensor *tensors;
+    ep_node *nodes;
+    ep_tensor **inputs;
+    ep_tensor **outputs;
+    uint8_t *arena;
+    size_t arena_bytes;
+    float *scratch;
+    size_t scratch_bytes;
+};
+
+/* Shared helpers (util.c). */
+void ep_message(char *error, const char *a, const char *b, int64_t number);
+size_t ep_dtype_size(int32_t dtype);
+float ep_param_f32(const ep_node *node, uint32_t index);
+int ep_same_shape(const ep_tensor *a, const ep_tensor *b);
+ep_status ep_expect(const ep_node *node, uint32_t min_in, uint32_t max_in, uint32_t n_out, char *error);
+ep_status ep_fail(char *error, const ep_node *node, const char *what);
+
+void *ep_memcpy(void *dst, const void *src, size_t n);
+void *ep_memmove(void *dst, const void *src, size_t n);
+void *ep_memset(void *dst, int value, size_t n);
+
+/* Math without libm (math.c). */
+float ep_expf(float x);
+float ep_logf(float x);
+float ep_tanhf(float x);
+float ep_sigmoidf(float x);
+float ep_erff(float x);
+float ep_powf(float x, float y);
+float ep_sqrtf(float x);
+float ep_floorf(float x);
+float ep_roundf_even(float x);
+
+#endif

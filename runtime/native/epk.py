@@ -1,0 +1,130 @@
+"""The `.epk` plan format on the Python side: op ids, dtypes and the byte writer (the C loader is the reader)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAGIC = b"EPK1"
+FORMAT_VERSION = 1
+HEADER_BYTES = 96
+TENSOR_RECORD_BYTES = 48
+OP_RECORD_BYTES = 16
+ABSENT = 0xFFFFFFFF
+MAX_RANK = 8
+WEIGHT_ALIGN = 64
+ARENA_ALIGN = 64
+
+ARENA, WEIGHT = 0, 1
+
+OPS = {name: index for index, name in enumerate([
+    "Copy", "SkipUnless", "Skip", "Binary", "Unary", "Conv", "ConvTranspose", "MatMul", "Gemm", "Pool", "Softmax",
+    "Reduce", "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Resize", "ChannelAffine", "LayerNorm",
+    "Cast", "Where", "Expand", "LSTM", "ArgExtreme",
+])}
+"""Op ids of the plan format (the order is the contract with `ep_internal.h`)."""
+
+DTYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9}
+"""numpy dtype names to the plan's dtype codes (ONNX TensorProto numbers)."""
+
+BINARY = {name: i for i, name in enumerate([
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+    "And", "Or", "Xor", "Mod"])}
+UNARY = {name: i for i, name in enumerate([
+    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Abs", "Neg", "Reciprocal", "Clip", "LeakyRelu",
+    "HardSigmoid", "HardSwish", "Gelu", "GeluTanh", "Floor", "Ceil", "Elu", "Softplus", "Not", "Sign", "Selu", "Celu",
+    "Softsign", "ThresholdedRelu", "Round"])}
+ACTIVATIONS = {name: i for i, name in enumerate(
+    ["None", "Relu", "Clip", "HardSwish", "HardSigmoid", "LeakyRelu", "Sigmoid"])}
+REDUCE = {name: i for i, name in enumerate([
+    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+    "ReduceLogSum"])}
+
+
+class F32(float):
+    """A parameter word written as float32 bits (plain ints are written as int32)."""
+
+
+@dataclass
+class Tensor:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    location: int = ARENA
+    data: np.ndarray | None = None
+    offset: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@dataclass
+class Op:
+    kind: str
+    inputs: list[int | None]
+    outputs: list[int]
+    params: list[int | float] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    tensors: list[Tensor]
+    ops: list[Op]
+    inputs: list[int]
+    outputs: list[int]
+    arena_bytes: int
+    scratch_bytes: int
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+def _param_words(params: list[int | float]) -> bytes:
+    return b"".join(struct.pack("<f", p) if isinstance(p, F32) else struct.pack("<i", int(p)) for p in params)
+
+
+def write(plan: Plan) -> bytes:
+    """The plan as `.epk` bytes: header, tensor table, op table, op tensor list, input/output list, parameters,
+    names, then the 64-byte-aligned weight blob."""
+    names = bytearray()
+    weights = bytearray()
+    tensor_records = bytearray()
+    for tensor in plan.tensors:
+        name = tensor.name.encode()
+        name_offset = len(names)
+        names += name
+        if tensor.location == WEIGHT:
+            weights += bytes(_align(len(weights), WEIGHT_ALIGN) - len(weights))
+            tensor.offset = len(weights)
+            weights += np.ascontiguousarray(tensor.data, dtype=tensor.dtype).tobytes()
+        dims = list(tensor.shape) + [0] * (MAX_RANK - len(tensor.shape))
+        tensor_records += struct.pack("<BBBBIII8I", DTYPES[tensor.dtype], len(tensor.shape), tensor.location, 0,
+                                      name_offset, len(name), tensor.offset, *dims)
+    io, params, op_records = [], bytearray(), bytearray()
+    for op in plan.ops:
+        words = _param_words(op.params)
+        op_records += struct.pack("<HBBIII", OPS[op.kind], len(op.inputs), len(op.outputs), len(io), len(params) // 4,
+                                  len(words) // 4)
+        io += [ABSENT if t is None else t for t in op.inputs] + op.outputs
+        params += words
+    sections = [bytes(tensor_records), bytes(op_records), struct.pack(f"<{len(io)}I", *io),
+                struct.pack(f"<{len(plan.inputs) + len(plan.outputs)}I", *plan.inputs, *plan.outputs),
+                bytes(params), bytes(names)]
+    offsets, at = [], HEADER_BYTES
+    for section in sections:
+        offsets.append(at)
+        at = _align(at + len(section), 4)
+    weights_offset = _align(at, WEIGHT_ALIGN)
+    header = struct.pack("<4s20I", MAGIC, FORMAT_VERSION, HEADER_BYTES, 0, len(plan.tensors), offsets[0],
+                         len(plan.ops), offsets[1], len(io), offsets[2], len(plan.inputs), len(plan.outputs),
+                         offsets[3], offsets[4], len(params), offsets[5], len(names), weights_offset, len(weights),
+                         plan.arena_bytes, plan.scratch_bytes)
+    out = bytearray(header + bytes(HEADER_BYTES - len(header)))
+    for offset, section in zip(offsets, sections):
+        out += bytes(offset - len(out)) + section
+    out += bytes(weights_offset - len(out)) + weights
+    return bytes(out)

@@ -1,0 +1,89 @@
+/* Executor: runs a checked plan op by op, and gives access to its inputs and outputs. */
+#include "ep_internal.h"
+
+ep_status ep_run(ep_session *s) {
+    if (!s) return EP_ERR_ARGUMENT;
+    s->error[0] = 0;
+    ep_context context = {s->scratch, s->scratch_bytes / sizeof(float), s->error};
+    for (uint32_t i = 0; i < s->n_ops; i++) {
+        const ep_node *n = &s->nodes[i];
+        if (n->id == EP_OP_SKIP) {
+            i += (uint32_t)n->params[0];
+            continue;
+        }
+        if (n->id == EP_OP_SKIP_UNLESS) {
+            if (!*(const uint8_t *)n->in[0]->data) i += (uint32_t)n->params[0];
+            continue;
+        }
+        ep_status status = ep_kernel_for(n->id)->run(n, &context);
+        if (status != EP_OK) {
+            char detail[EP_ERROR_CAPACITY];
+            ep_memcpy(detail, s->error, EP_ERROR_CAPACITY);
+            ep_message(s->error, detail, " (op", i);
+            return status;
+        }
+    }
+    return EP_OK;
+}
+
+const char *ep_error(const ep_session *s) { return s ? s->error : ""; }
+
+size_t ep_input_count(const ep_session *s) { return s ? s->n_inputs : 0; }
+
+size_t ep_output_count(const ep_session *s) { return s ? s->n_outputs : 0; }
+
+static void describe(const ep_tensor *t, ep_tensor_info *info) {
+    info->name = t->name;
+    info->name_len = t->name_len;
+    info->dtype = t->dtype;
+    info->rank = t->rank;
+    for (int32_t d = 0; d < EP_MAX_RANK; d++) info->dims[d] = d < t->rank ? t->dims[d] : 0;
+    info->bytes = t->bytes;
+    info->data = t->data;
+}
+
+ep_status ep_input(const ep_session *s, size_t index, ep_tensor_info *info) {
+    if (!s || !info || index >= s->n_inputs) return EP_ERR_ARGUMENT;
+    describe(s->inputs[index], info);
+    return EP_OK;
+}
+
+ep_status ep_output(const ep_session *s, size_t index, ep_tensor_info *info) {
+    if (!s || !info || index >= s->n_outputs) return EP_ERR_ARGUMENT;
+    describe(s->outputs[index], info);
+    return EP_OK;
+}
+
+static int32_t find(ep_tensor *const *list, uint32_t count, const char *name, size_t name_len) {
+    if (!name) return -1;
+    for (uint32_t i = 0; i < count; i++) {
+        const ep_tensor *t = list[i];
+        if (t->name_len != name_len) continue;
+        size_t k = 0;
+        while (k < name_len && t->name[k] == name[k]) k++;
+        if (k == name_len) return (int32_t)i;
+    }
+    return -1;
+}
+
+int32_t ep_input_index(const ep_session *s, const char *name, size_t name_len) {
+    return s ? find(s->inputs, s->n_inputs, name, name_len) : -1;
+}
+
+int32_t ep_output_index(const ep_session *s, const char *name, size_t name_len) {
+    return s ? find(s->outputs, s->n_outputs, name, name_len) : -1;
+}
+
+const char *ep_status_name(ep_status status) {
+    switch (status) {
+    case EP_OK: return "ok";
+    case EP_ERR_ARGUMENT: return "bad argument";
+    case EP_ERR_FORMAT: return "bad format";
+    case EP_ERR_BOUNDS: return "out of bounds";
+    case EP_ERR_TENSOR: return "bad tensor";
+    case EP_ERR_OP: return "bad op";
+    case EP_ERR_MEMORY: return "memory";
+    case EP_ERR_RUNTIME: return "runtime error";
+    }
+    return "unknown status";
+}

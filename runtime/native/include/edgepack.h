@@ -1,0 +1,73 @@
+/* edgepack compact runtime core: runs an .epk plan in one caller-provided buffer, with no allocation. */
+#ifndef EDGEPACK_H
+#define EDGEPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ep_status {
+    EP_OK = 0,
+    EP_ERR_ARGUMENT = 1,   /* a NULL pointer, an index out of range, an unknown name */
+    EP_ERR_FORMAT = 2,     /* wrong magic, version or header size; truncated plan */
+    EP_ERR_BOUNDS = 3,     /* an offset or size outside the plan, the arena or the weights */
+    EP_ERR_TENSOR = 4,     /* a bad dtype, rank, dim or tensor index */
+    EP_ERR_OP = 5,         /* an unknown op id, or an op whose tensors or parameters do not fit */
+    EP_ERR_MEMORY = 6,     /* the memory handed to ep_open is too small or misaligned */
+    EP_ERR_RUNTIME = 7     /* a data-dependent error while running (an index out of range) */
+} ep_status;
+
+typedef enum ep_dtype {
+    EP_F32 = 1, EP_U8 = 2, EP_I8 = 3, EP_I32 = 6, EP_I64 = 7, EP_BOOL = 9
+} ep_dtype;
+
+#define EP_MAX_RANK 8
+#define EP_ERROR_CAPACITY 256
+#define EP_MEMORY_ALIGN 64
+
+typedef struct ep_session ep_session;
+
+typedef struct ep_tensor_info {
+    const char *name;      /* not NUL-terminated: name_len bytes */
+    uint32_t name_len;
+    int32_t dtype;         /* an ep_dtype */
+    int32_t rank;
+    int64_t dims[EP_MAX_RANK];
+    size_t bytes;
+    void *data;            /* inside the session's arena: write inputs here, read outputs here */
+} ep_tensor_info;
+
+/* The bytes `ep_open` needs for this plan (session, tensor table and arena). */
+ep_status ep_required_bytes(const void *plan, size_t plan_len, size_t *bytes);
+
+/* Checks the whole plan and lays the session out in `memory` (aligned to EP_MEMORY_ALIGN). The plan must stay
+   alive and unchanged while the session is used: weights are read from it in place. On failure the message is
+   readable with ep_open_error(memory, memory_len). */
+ep_status ep_open(const void *plan, size_t plan_len, void *memory, size_t memory_len, ep_session **session);
+
+/* The message of the last failed ep_open on this memory ("" when none). */
+const char *ep_open_error(const void *memory, size_t memory_len);
+
+/* Runs every op once; inputs must have been written first. */
+ep_status ep_run(ep_session *session);
+
+/* The message of the last error of this session ("" when none). */
+const char *ep_error(const ep_session *session);
+
+size_t ep_input_count(const ep_session *session);
+size_t ep_output_count(const ep_session *session);
+ep_status ep_input(const ep_session *session, size_t index, ep_tensor_info *info);
+ep_status ep_output(const ep_session *session, size_t index, ep_tensor_info *info);
+/* Index of the input (or output) called `name` (name_len bytes), or -1. */
+int32_t ep_input_index(const ep_session *session, const char *name, size_t name_len);
+int32_t ep_output_index(const ep_session *session, const char *name, size_t name_len);
+
+const char *ep_status_name(ep_status status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

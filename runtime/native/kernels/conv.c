@@ -1,0 +1,244 @@
+/* Conv (1-D and 2-D; grouped, depthwise, dilated, padded; fused bias and activation) and ConvTranspose.
+   Params: spatial rank, group, kernel h w, stride h w, pad top left, pad bottom right, dilation h w, activation,
+   activation a, activation b; ConvTranspose adds output padding h w after them. 1-D runs as H = 1. */
+#include "gemm.h"
+
+enum { P_RANK, P_GROUP, P_KH, P_KW, P_SH, P_SW, P_PT, P_PL, P_PB, P_PR, P_DH, P_DW, P_ACT };
+#define CONV_PARAMS 15
+#define CONV_TRANSPOSE_PARAMS 17
+
+typedef struct conv_shape {
+    int64_t n, c, h, w, m, oh, ow, group, cg, mg;
+    int64_t kh, kw, sh, sw, pt, pl, dh, dw;
+    int32_t act;
+    float act_a, act_b;
+} conv_shape;
+
+static int spatial(const ep_tensor *t, int64_t *h, int64_t *w) {
+    if (t->rank == 4) {
+        *h = t->dims[2];
+        *w = t->dims[3];
+        return 1;
+    }
+    if (t->rank == 3) {
+        *h = 1;
+        *w = t->dims[2];
+        return 1;
+    }
+    return 0;
+}
+
+static ep_status read_shape(const ep_node *n, conv_shape *s, uint32_t n_params, int transpose, char *error) {
+    ep_status status = ep_expect(n, 2, 3, 1, error);
+    if (status != EP_OK) return status;
+    if (n->n_params != n_params) return ep_fail(error, n, ": bad parameters");
+    const int32_t *p = n->params;
+    const ep_tensor *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
+    if (x->dtype != EP_F32 || w->dtype != EP_F32 || y->dtype != EP_F32 || (b && b->dtype != EP_F32))
+        return ep_fail(error, n, ": float32 only");
+    if (x->rank != w->rank || x->rank != y->rank || !spatial(x, &s->h, &s->w) || !spatial(y, &s->oh, &s->ow))
+        return ep_fail(error, n, ": ranks 3 or 4 only");
+    for (int i = P_GROUP; i <= P_DW; i++)
+        if (p[i] < (i >= P_PT && i <= P_PR ? 0 : 1)) return ep_fail(error, n, ": bad kernel parameters");
+    s->n = x->dims[0];
+    s->c = x->dims[1];
+    s->group = p[P_GROUP];
+    s->kh = p[P_KH]; s->kw = p[P_KW]; s->sh = p[P_SH]; s->sw = p[P_SW];
+    s->pt = p[P_PT]; s->pl = p[P_PL]; s->dh = p[P_DH]; s->dw = p[P_DW];
+    int64_t wkh = 1, wkw = 1;
+    spatial(w, &wkh, &wkw);
+    if (wkh != s->kh || wkw != s->kw || (x->rank == 3 && (s->kh != 1 || s->sh != 1 || p[P_PT] || p[P_PB])))
+        return ep_fail(error, n, ": kernel size does not match the weights");
+    if (s->c % s->group) return ep_fail(error, n, ": channels not divisible by group");
+    s->cg = s->c / s->group;
+    if (transpose) {
+        s->m = w->dims[1] * s->group;
+        if (w->dims[0] != s->c) return ep_fail(error, n, ": weights do not match the input channels");
+    } else {
+        s->m = w->dims[0];
+        if (w->dims[1] != s->cg || s->m % s->group) return ep_fail(error, n, ": weights do not match the channels");
+    }
+    s->mg = s->m / s->group;
+    if (y->dims[0] != s->n || y->dims[1] != s->m) return ep_fail(error, n, ": wrong output channels");
+    if (b && (b->count != s->m)) return ep_fail(error, n, ": bias length is not the output channels");
+    int64_t eh = (s->kh - 1) * s->dh + 1, ew = (s->kw - 1) * s->dw + 1, oh, ow;
+    if (transpose) {
+        if (p[15] < 0 || p[16] < 0) return ep_fail(error, n, ": bad output padding");
+        oh = s->sh * (s->h - 1) + p[15] + eh - p[P_PT] - p[P_PB];
+        ow = s->sw * (s->w - 1) + p[16] + ew - p[P_PL] - p[P_PR];
+    } else {
+        int64_t th = s->h + p[P_PT] + p[P_PB] - eh, tw = s->w + p[P_PL] + p[P_PR] - ew;
+        if (th < 0 || tw < 0) return ep_fail(error, n, ": kernel larger than the padded input");
+        oh = th / s->sh + 1;
+        ow = tw / s->sw + 1;
+    }
+    if (oh != s->oh || ow != s->ow) return ep_fail(error, n, ": output size does not match the parameters");
+    s->act = p[P_ACT];
+    if (s->act < 0 || s->act >= EP_ACT_KINDS) return ep_fail(error, n, ": unknown activation");
+    s->act_a = ep_param_f32(n, P_ACT + 1);
+    s->act_b = ep_param_f32(n, P_ACT + 2);
+    return EP_OK;
+}
+
+static int is_depthwise(const conv_shape *s) { return s->cg == 1 && s->mg == 1; }
+static int is_pointwise(const conv_shape *s) {
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0;
+}
+
+static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
+    conv_shape s = {0};
+    ep_status status = read_shape(n, &s, CONV_PARAMS, 0, error);
+    if (status != EP_OK) return status;
+    if (!is_depthwise(&s)) *scratch = (size_t)(s.cg * s.kh * s.kw) * EP_GEMM_NR * sizeof(float);
+    return EP_OK;
+}
+
+/* im2col for one block of output columns, written straight into 16-column panels. */
+static void pack_im2col(float *packed, const float *x, const conv_shape *s, int64_t n0, int64_t nb) {
+    int64_t k = s->cg * s->kh * s->kw;
+    for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
+        int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
+        int64_t base_y[EP_GEMM_NR], base_x[EP_GEMM_NR];
+        for (int64_t j = 0; j < cols; j++) {
+            int64_t col = n0 + p + j;
+            base_y[j] = (col / s->ow) * s->sh - s->pt;
+            base_x[j] = (col % s->ow) * s->sw - s->pl;
+        }
+        float *panel = packed + p * k;
+        int64_t kk = 0;
+        for (int64_t c = 0; c < s->cg; c++) {
+            const float *plane = x + c * s->h * s->w;
+            for (int64_t ky = 0; ky < s->kh; ky++) {
+                for (int64_t kx = 0; kx < s->kw; kx++, kk++) {
+                    float *dst = panel + kk * EP_GEMM_NR;
+                    int64_t j = 0;
+                    for (; j < cols; j++) {
+                        int64_t iy = base_y[j] + ky * s->dh, ix = base_x[j] + kx * s->dw;
+                        dst[j] = (iy >= 0 && iy < s->h && ix >= 0 && ix < s->w) ? plane[iy * s->w + ix] : 0.0f;
+                    }
+                    for (; j < EP_GEMM_NR; j++) dst[j] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* The smallest o >= 0 with o * stride + offset >= 0. */
+static int64_t first_valid(int64_t offset, int64_t stride) { return offset >= 0 ? 0 : (-offset + stride - 1) / stride; }
+
+static void depthwise(const conv_shape *s, const float *x, const float *w, float bias, float *y) {
+    for (int64_t oy = 0; oy < s->oh; oy++) {
+        float *row = y + oy * s->ow;
+        for (int64_t ox = 0; ox < s->ow; ox++) row[ox] = bias;
+        for (int64_t ky = 0; ky < s->kh; ky++) {
+            int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+            if (iy < 0 || iy >= s->h) continue;
+            const float *in = x + iy * s->w;
+            for (int64_t kx = 0; kx < s->kw; kx++) {
+                float weight = w[ky * s->kw + kx];
+                int64_t offset = kx * s->dw - s->pl;
+                int64_t lo = first_valid(offset, s->sw);
+                int64_t hi = s->w - 1 - offset < 0 ? 0 : (s->w - 1 - offset) / s->sw + 1;
+                if (hi > s->ow) hi = s->ow;
+                if (s->sw == 1) {
+                    for (int64_t ox = lo; ox < hi; ox++) row[ox] += weight * in[ox + offset];
+                } else {
+                    for (int64_t ox = lo; ox < hi; ox++) row[ox] += weight * in[ox * s->sw + offset];
+                }
+            }
+        }
+        if (s->act != EP_ACT_NONE)
+            for (int64_t ox = 0; ox < s->ow; ox++) row[ox] = ep_activate(s->act, row[ox], s->act_a, s->act_b);
+    }
+}
+
+static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
+    conv_shape s = {0};
+    char unused[EP_ERROR_CAPACITY];
+    read_shape(n, &s, CONV_PARAMS, 0, unused);
+    const float *x = (const float *)n->in[0]->data, *w = (const float *)n->in[1]->data;
+    const float *bias = n->n_in > 2 && n->in[2] ? (const float *)n->in[2]->data : 0;
+    float *y = (float *)n->out[0]->data;
+    int64_t hw = s.h * s.w, ohw = s.oh * s.ow, k = s.cg * s.kh * s.kw;
+    if (is_depthwise(&s)) {
+        for (int64_t b = 0; b < s.n; b++)
+            for (int64_t c = 0; c < s.c; c++)
+                depthwise(&s, x + (b * s.c + c) * hw, w + c * s.kh * s.kw, bias ? bias[c] : 0.0f,
+                          y + (b * s.m + c) * ohw);
+        return EP_OK;
+    }
+    int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
+    for (int64_t b = 0; b < s.n; b++) {
+        for (int64_t g = 0; g < s.group; g++) {
+            const float *xg = x + (b * s.c + g * s.cg) * hw;
+            float *yg = y + (b * s.m + g * s.mg) * ohw;
+            ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
+            for (int64_t n0 = 0; n0 < ohw; n0 += block) {
+                int64_t nb = ohw - n0 < block ? ohw - n0 : block;
+                if (is_pointwise(&s)) ep_pack_strided(ctx->scratch, xg, k, n0, nb, hw, 1);
+                else pack_im2col(ctx->scratch, xg, &s, n0, nb);
+                ep_gemm_packed(s.mg, k, nb, w + g * s.mg * k, k, 1, ctx->scratch, yg + n0, ohw, &e);
+            }
+        }
+    }
+    return EP_OK;
+}
+
+static ep_status check_conv_transpose(const ep_node *n, size_t *scratch, char *error) {
+    conv_shape s = {0};
+    ep_status status = read_shape(n, &s, CONV_TRANSPOSE_PARAMS, 1, error);
+    if (status != EP_OK) return status;
+    *scratch = (size_t)(s.cg + s.mg * s.kh * s.kw) * EP_GEMM_NR * sizeof(float);
+    return EP_OK;
+}
+
+static void scatter_columns(const conv_shape *s, const float *cols, int64_t rows, int64_t n0, int64_t nb, float *y) {
+    int64_t ohw = s->oh * s->ow;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t m = r / (s->kh * s->kw), ky = r / s->kw % s->kh, kx = r % s->kw;
+        float *plane = y + m * ohw;
+        for (int64_t j = 0; j < nb; j++) {
+            int64_t iy = (n0 + j) / s->w, ix = (n0 + j) % s->w;
+            int64_t oy = iy * s->sh - s->pt + ky * s->dh, ox = ix * s->sw - s->pl + kx * s->dw;
+            if (oy >= 0 && oy < s->oh && ox >= 0 && ox < s->ow) plane[oy * s->ow + ox] += cols[r * nb + j];
+        }
+    }
+}
+
+static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
+    conv_shape s = {0};
+    char unused[EP_ERROR_CAPACITY];
+    read_shape(n, &s, CONV_TRANSPOSE_PARAMS, 1, unused);
+    const float *x = (const float *)n->in[0]->data, *w = (const float *)n->in[1]->data;
+    const float *bias = n->n_in > 2 && n->in[2] ? (const float *)n->in[2]->data : 0;
+    float *y = (float *)n->out[0]->data;
+    int64_t hw = s.h * s.w, ohw = s.oh * s.ow, rows = s.mg * s.kh * s.kw;
+    int64_t block = ep_gemm_block_columns(s.cg + rows, ctx->scratch_floats);
+    float *packed = ctx->scratch, *cols = ctx->scratch + s.cg * block;
+    for (int64_t b = 0; b < s.n; b++) {
+        for (int64_t m = 0; m < s.m; m++) {
+            float v = bias ? bias[m] : 0.0f;
+            float *plane = y + (b * s.m + m) * ohw;
+            for (int64_t i = 0; i < ohw; i++) plane[i] = v;
+        }
+        for (int64_t g = 0; g < s.group; g++) {
+            const float *xg = x + (b * s.c + g * s.cg) * hw;
+            const float *wg = w + g * s.cg * rows;
+            ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+            for (int64_t n0 = 0; n0 < hw; n0 += block) {
+                int64_t nb = hw - n0 < block ? hw - n0 : block;
+                ep_pack_strided(packed, xg, s.cg, n0, nb, hw, 1);
+                ep_gemm_packed(rows, s.cg, nb, wg, 1, rows, packed, cols, nb, &e);
+                scatter_columns(&s, cols, rows, n0, nb, y + (b * s.m + g * s.mg) * ohw);
+            }
+        }
+        if (s.act != EP_ACT_NONE) {
+            float *out = y + b * s.m * ohw;
+            for (int64_t i = 0; i < s.m * ohw; i++) out[i] = ep_activate(s.act, out[i], s.act_a, s.act_b);
+        }
+    }
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_conv = {"Conv", check_conv, run_conv};
+const ep_kernel ep_kernel_conv_transpose = {"ConvTranspose", check_conv_transpose, run_conv_transpose};

@@ -1,0 +1,362 @@
+/* Elementwise ops with broadcasting: binary arithmetic, comparisons and logic; unary activations; Where; Expand;
+   Cast. */
+#include "broadcast.h"
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQUAL, B_LESS, B_GREATER, B_LESS_EQUAL, B_GREATER_EQUAL,
+       B_AND, B_OR, B_XOR, B_MOD, B_KINDS };
+
+enum { U_RELU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_ERF, U_ABS, U_NEG, U_RECIPROCAL, U_CLIP, U_LEAKY_RELU,
+       U_HARD_SIGMOID, U_HARD_SWISH, U_GELU, U_GELU_TANH, U_FLOOR, U_CEIL, U_ELU, U_SOFTPLUS, U_NOT, U_SIGN,
+       U_SELU, U_CELU, U_SOFTSIGN, U_THRESHOLDED_RELU, U_ROUND, U_KINDS };
+
+static int is_compare(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_EQUAL; }
+static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }
+
+static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 2, 2, 1, error);
+    if (status != EP_OK) return status;
+    if (n->n_params != 1 || n->params[0] < 0 || n->params[0] >= B_KINDS) return ep_fail(error, n, ": bad kind");
+    int32_t kind = n->params[0];
+    const ep_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
+    if (a->dtype != b->dtype) return ep_fail(error, n, ": inputs of different dtypes");
+    int32_t want = (is_compare(kind) || is_logic(kind)) ? EP_BOOL : a->dtype;
+    if (y->dtype != want) return ep_fail(error, n, ": wrong output dtype");
+    if (is_logic(kind) ? a->dtype != EP_BOOL
+                       : !(a->dtype == EP_F32 || a->dtype == EP_I32 || a->dtype == EP_I64))
+        return ep_fail(error, n, ": unsupported dtype");
+    if ((kind == B_POW) && a->dtype != EP_F32) return ep_fail(error, n, ": Pow needs float32");
+    if (!ep_broadcasts_to(a, y) || !ep_broadcasts_to(b, y)) return ep_fail(error, n, ": shapes do not broadcast");
+    return EP_OK;
+}
+
+static float fmod_like(float a, float b) {
+    if (b == 0.0f) return a - a;
+    float q = a / b;
+    float t = q < 0 ? -ep_floorf(-q) : ep_floorf(q);
+    return a - t * b;
+}
+
+static float binary_f32(int32_t kind, float a, float b) {
+    switch (kind) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_POW: return ep_powf(a, b);
+    case B_MAX: return a != a ? a : (b != b ? b : (a > b ? a : b));
+    case B_MIN: return a != a ? a : (b != b ? b : (a < b ? a : b));
+    case B_MOD: return fmod_like(a, b);
+    }
+    return 0.0f;
+}
+
+#define EP_ROW_LOOP(EXPR)                                                                                           \
+    do {                                                                                                            \
+        if (row.step[0] == 1 && row.step[1] == 1) {                                                                 \
+            for (int64_t i = 0; i < row.length; i++) { T x = pa[i], z = pb[i]; py[i] = EXPR; }                       \
+        } else if (row.step[0] == 1 && row.step[1] == 0) {                                                          \
+            T z = pb[0];                                                                                             \
+            for (int64_t i = 0; i < row.length; i++) { T x = pa[i]; py[i] = EXPR; }                                 \
+        } else if (row.step[0] == 0 && row.step[1] == 1) {                                                          \
+            T x = pa[0];                                                                                             \
+            for (int64_t i = 0; i < row.length; i++) { T z = pb[i]; py[i] = EXPR; }                                 \
+        } else {                                                                                                    \
+            for (int64_t i = 0; i < row.length; i++) {                                                              \
+                T x = pa[i * row.step[0]], z = pb[i * row.step[1]];                                                 \
+                py[i] = EXPR;                                                                                        \
+            }                                                                                                       \
+        }                                                                                                           \
+    } while (0)
+
+static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
+    typedef float T;
+    int32_t kind = n->params[0];
+    const float *A = (const float *)n->in[0]->data, *B = (const float *)n->in[1]->data;
+    ep_row row;
+    int64_t counter[EP_MAX_RANK];
+    for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {
+        const float *pa = A + row.in[0], *pb = B + row.in[1];
+        if (is_compare(kind)) {
+            uint8_t *py = (uint8_t *)n->out[0]->data + row.out;
+            switch (kind) {
+            case B_EQUAL: EP_ROW_LOOP(x == z); break;
+            case B_LESS: EP_ROW_LOOP(x < z); break;
+            case B_GREATER: EP_ROW_LOOP(x > z); break;
+            case B_LESS_EQUAL: EP_ROW_LOOP(x <= z); break;
+            default: EP_ROW_LOOP(x >= z); break;
+            }
+            continue;
+        }
+        float *py = (float *)n->out[0]->data + row.out;
+        switch (kind) {
+        case B_ADD: EP_ROW_LOOP(x + z); break;
+        case B_SUB: EP_ROW_LOOP(x - z); break;
+        case B_MUL: EP_ROW_LOOP(x * z); break;
+        case B_DIV: EP_ROW_LOOP(x / z); break;
+        default: EP_ROW_LOOP(binary_f32(kind, x, z)); break;
+        }
+    }
+}
+
+#define EP_BINARY_INT(NAME, T, U, MINV)                                                                            \
+    static T NAME##_op(int32_t kind, T a, T b) {                                                                    \
+        switch (kind) {                                                                                             \
+        case B_ADD: return (T)((U)a + (U)b);                                                                        \
+        case B_SUB: return (T)((U)a - (U)b);                                                                        \
+        case B_MUL: return (T)((U)a * (U)b);                                                                        \
+        case B_DIV: return (b == 0 || (a == MINV && b == -1)) ? 0 : (T)(a / b);                                    \
+        case B_MOD: {                                                                                               \
+            if (b == 0 || (a == MINV && b == -1)) return 0;                                                         \
+            T r = (T)(a % b);                                                                                       \
+            return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;                                               \
+        }                                                                                                           \
+        case B_MAX: return a > b ? a : b;                                                                           \
+        case B_MIN: return a < b ? a : b;                                                                           \
+        case B_EQUAL: return a == b;                                                                                \
+        case B_LESS: return a < b;                                                                                  \
+        case B_GREATER: return a > b;                                                                               \
+        case B_LESS_EQUAL: return a <= b;                                                                           \
+        case B_GREATER_EQUAL: return a >= b;                                                                        \
+        }                                                                                                           \
+        return 0;                                                                                                   \
+    }                                                                                                               \
+    static void NAME##_rows(const ep_node *n, const ep_broadcast *b) {                                              \
+        int32_t kind = n->params[0];                                                                                \
+        const T *A = (const T *)n->in[0]->data, *B = (const T *)n->in[1]->data;                                    \
+        ep_row row;                                                                                                 \
+        int64_t counter[EP_MAX_RANK];                                                                               \
+        for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {               \
+            for (int64_t i = 0; i < row.length; i++) {                                                              \
+                T v = NAME##_op(kind, A[row.in[0] + i * row.step[0]], B[row.in[1] + i * row.step[1]]);              \
+                if (is_compare(kind)) ((uint8_t *)n->out[0]->data)[row.out + i] = (uint8_t)v;                       \
+                else ((T *)n->out[0]->data)[row.out + i] = v;                                                       \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+EP_BINARY_INT(binary_i32, int32_t, uint32_t, (-2147483647 - 1))
+EP_BINARY_INT(binary_i64, int64_t, uint64_t, (-9223372036854775807LL - 1))
+
+static void logic_rows(const ep_node *n, const ep_broadcast *b) {
+    int32_t kind = n->params[0];
+    const uint8_t *A = (const uint8_t *)n->in[0]->data, *B = (const uint8_t *)n->in[1]->data;
+    uint8_t *Y = (uint8_t *)n->out[0]->data;
+    ep_row row;
+    int64_t counter[EP_MAX_RANK];
+    for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {
+        for (int64_t i = 0; i < row.length; i++) {
+            int x = A[row.in[0] + i * row.step[0]] != 0, z = B[row.in[1] + i * row.step[1]] != 0;
+            Y[row.out + i] = (uint8_t)(kind == B_AND ? (x && z) : kind == B_OR ? (x || z) : (x != z));
+        }
+    }
+}
+
+static ep_status run_binary(const ep_node *n, const ep_context *c) {
+    (void)c;
+    ep_broadcast b;
+    const ep_tensor *inputs[2] = {n->in[0], n->in[1]};
+    ep_broadcast_plan(&b, n->out[0], inputs, 2);
+    int32_t kind = n->params[0];
+    if (is_logic(kind)) logic_rows(n, &b);
+    else if (n->in[0]->dtype == EP_F32) binary_rows_f32(n, &b);
+    else if (n->in[0]->dtype == EP_I32) binary_i32_rows(n, &b);
+    else binary_i64_rows(n, &b);
+    return EP_OK;
+}
+
+static ep_status check_unary(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= U_KINDS) return ep_fail(error, n, ": bad kind");
+    int32_t want = n->params[0] == U_NOT ? EP_BOOL : EP_F32;
+    if (n->in[0]->dtype != want || n->out[0]->dtype != want || !ep_same_shape(n->in[0], n->out[0]))
+        return ep_fail(error, n, ": input and output must have one shape and dtype");
+    return EP_OK;
+}
+
+static float unary_f32(int32_t kind, float x, float a, float b) {
+    switch (kind) {
+    case U_RELU: return x > 0.0f ? x : (x != x ? x : 0.0f);
+    case U_SIGMOID: return ep_sigmoidf(x);
+    case U_TANH: return ep_tanhf(x);
+    case U_EXP: return ep_expf(x);
+    case U_LOG: return ep_logf(x);
+    case U_SQRT: return ep_sqrtf(x);
+    case U_ERF: return ep_erff(x);
+    case U_ABS: return x < 0.0f ? -x : x;
+    case U_NEG: return -x;
+    case U_RECIPROCAL: return 1.0f / x;
+    case U_CLIP: return x < a ? a : (x > b ? b : x);
+    case U_LEAKY_RELU: return x < 0.0f ? a * x : x;
+    case U_HARD_SIGMOID: {
+        float v = a * x + b;
+        return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+    }
+    case U_HARD_SWISH: {
+        float v = x / 6.0f + 0.5f;
+        return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+    }
+    case U_GELU: return 0.5f * x * (1.0f + ep_erff(x * 0.70710678118654752f));
+    case U_GELU_TANH:
+        return 0.5f * x * (1.0f + ep_tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case U_FLOOR: return ep_floorf(x);
+    case U_CEIL: return -ep_floorf(-x);
+    case U_ELU: return x < 0.0f ? a * (ep_expf(x) - 1.0f) : x;
+    case U_SOFTPLUS: return x > 20.0f ? x : ep_logf(1.0f + ep_expf(x));
+    case U_SIGN: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
+    case U_SELU: return x > 0.0f ? b * x : b * (a * ep_expf(x) - a);
+    case U_CELU: return x > 0.0f ? x : a * (ep_expf(x / a) - 1.0f);
+    case U_SOFTSIGN: return x / (1.0f + (x < 0.0f ? -x : x));
+    case U_THRESHOLDED_RELU: return x > a ? x : 0.0f;
+    case U_ROUND: return ep_roundf_even(x);
+    }
+    return x;
+}
+
+static ep_status run_unary(const ep_node *n, const ep_context *c) {
+    (void)c;
+    int32_t kind = n->params[0];
+    int64_t count = n->out[0]->count;
+    if (kind == U_NOT) {
+        const uint8_t *x = (const uint8_t *)n->in[0]->data;
+        uint8_t *y = (uint8_t *)n->out[0]->data;
+        for (int64_t i = 0; i < count; i++) y[i] = !x[i];
+        return EP_OK;
+    }
+    const float *x = (const float *)n->in[0]->data;
+    float *y = (float *)n->out[0]->data;
+    float a = ep_param_f32(n, 1), b = ep_param_f32(n, 2);
+    switch (kind) {
+    case U_RELU:
+        for (int64_t i = 0; i < count; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
+        break;
+    case U_CLIP:
+        for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < count; i++) y[i] = unary_f32(kind, x[i], a, b);
+    }
+    return EP_OK;
+}
+
+static ep_status check_where(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 3, 3, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *y = n->out[0];
+    if (n->in[0]->dtype != EP_BOOL || n->in[1]->dtype != y->dtype || n->in[2]->dtype != y->dtype)
+        return ep_fail(error, n, ": wrong dtypes");
+    for (int k = 0; k < 3; k++)
+        if (!ep_broadcasts_to(n->in[k], y)) return ep_fail(error, n, ": shapes do not broadcast");
+    return EP_OK;
+}
+
+static ep_status run_where(const ep_node *n, const ep_context *c) {
+    (void)c;
+    ep_broadcast b;
+    const ep_tensor *inputs[3] = {n->in[0], n->in[1], n->in[2]};
+    ep_broadcast_plan(&b, n->out[0], inputs, 3);
+    size_t size = ep_dtype_size(n->out[0]->dtype);
+    const uint8_t *cond = (const uint8_t *)n->in[0]->data;
+    const uint8_t *xs = (const uint8_t *)n->in[1]->data, *ys = (const uint8_t *)n->in[2]->data;
+    uint8_t *out = (uint8_t *)n->out[0]->data;
+    ep_row row;
+    int64_t counter[EP_MAX_RANK];
+    for (int more = ep_row_first(&b, &row, counter); more; more = ep_row_next(&b, &row, counter)) {
+        for (int64_t i = 0; i < row.length; i++) {
+            const uint8_t *src = cond[row.in[0] + i * row.step[0]] ? xs + (size_t)(row.in[1] + i * row.step[1]) * size
+                                                                   : ys + (size_t)(row.in[2] + i * row.step[2]) * size;
+            ep_memcpy(out + (size_t)(row.out + i) * size, src, size);
+        }
+    }
+    return EP_OK;
+}
+
+static ep_status check_expand(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (n->in[0]->dtype != n->out[0]->dtype || !ep_broadcasts_to(n->in[0], n->out[0]))
+        return ep_fail(error, n, ": input does not broadcast to the output");
+    return EP_OK;
+}
+
+static ep_status run_expand(const ep_node *n, const ep_context *c) {
+    (void)c;
+    ep_broadcast b;
+    const ep_tensor *inputs[1] = {n->in[0]};
+    ep_broadcast_plan(&b, n->out[0], inputs, 1);
+    size_t size = ep_dtype_size(n->out[0]->dtype);
+    const uint8_t *x = (const uint8_t *)n->in[0]->data;
+    uint8_t *y = (uint8_t *)n->out[0]->data;
+    ep_row row;
+    int64_t counter[EP_MAX_RANK];
+    for (int more = ep_row_first(&b, &row, counter); more; more = ep_row_next(&b, &row, counter)) {
+        if (row.step[0] == 1) {
+            ep_memcpy(y + (size_t)row.out * size, x + (size_t)row.in[0] * size, (size_t)row.length * size);
+            continue;
+        }
+        for (int64_t i = 0; i < row.length; i++)
+            ep_memcpy(y + (size_t)(row.out + i) * size, x + (size_t)(row.in[0] + i * row.step[0]) * size, size);
+    }
+    return EP_OK;
+}
+
+static ep_status check_cast(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (n->in[0]->count != n->out[0]->count) return ep_fail(error, n, ": element counts differ");
+    return EP_OK;
+}
+
+static double load_as_double(const void *data, int32_t dtype, int64_t i) {
+    switch (dtype) {
+    case EP_F32: return ((const float *)data)[i];
+    case EP_I32: return ((const int32_t *)data)[i];
+    case EP_I64: return (double)((const int64_t *)data)[i];
+    case EP_I8: return ((const int8_t *)data)[i];
+    case EP_U8: return ((const uint8_t *)data)[i];
+    default: return ((const uint8_t *)data)[i] != 0;
+    }
+}
+
+static int64_t clamp_to_int(double v, double lo, double hi) {
+    if (v != v) return 0;
+    if (v < lo) return (int64_t)lo;
+    if (v > hi) return (int64_t)hi;
+    return (int64_t)v;
+}
+
+static ep_status run_cast(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    for (int64_t i = 0; i < y->count; i++) {
+        if (x->dtype == EP_I64 && y->dtype == EP_I64) {
+            ((int64_t *)y->data)[i] = ((const int64_t *)x->data)[i];
+            continue;
+        }
+        if (x->dtype == EP_I64 && y->dtype == EP_I32) {
+            ((int32_t *)y->data)[i] = (int32_t)(uint32_t)(uint64_t)((const int64_t *)x->data)[i];
+            continue;
+        }
+        double v = load_as_double(x->data, x->dtype, i);
+        switch (y->dtype) {
+        case EP_F32: ((float *)y->data)[i] = (float)v; break;
+        case EP_I32: ((int32_t *)y->data)[i] = (int32_t)clamp_to_int(v, -2147483648.0, 2147483647.0); break;
+        case EP_I64: ((int64_t *)y->data)[i] = clamp_to_int(v, -9.2233720368547758e18, 9.2233720368547748e18); break;
+        case EP_I8: ((int8_t *)y->data)[i] = (int8_t)clamp_to_int(v, -128.0, 127.0); break;
+        case EP_U8: ((uint8_t *)y->data)[i] = (uint8_t)clamp_to_int(v, 0.0, 255.0); break;
+        default: ((uint8_t *)y->data)[i] = v != 0.0; break;
+        }
+    }
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_binary = {"Binary", check_binary, run_binary};
+const ep_kernel ep_kernel_unary = {"Unary", check_unary, run_unary};
+const ep_kernel ep_kernel_where = {"Where", check_where, run_where};
+const ep_kernel ep_kernel_expand = {"Expand", check_expand, run_expand};
+const ep_kernel ep_kernel_cast = {"Cast", check_cast, run_cast};

@@ -1,0 +1,110 @@
+/* Packing and the register-blocked micro-kernel shared by every matrix-product kernel. */
+#include "gemm.h"
+
+float ep_activate(int32_t act, float x, float a, float b) {
+    switch (act) {
+    case EP_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case EP_ACT_CLIP: return x < a ? a : (x > b ? b : x);
+    case EP_ACT_HARD_SWISH: {
+        float v = x / 6.0f + 0.5f;
+        return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+    }
+    case EP_ACT_HARD_SIGMOID: {
+        float v = a * x + b;
+        return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+    }
+    case EP_ACT_LEAKY_RELU: return x < 0.0f ? a * x : x;
+    case EP_ACT_SIGMOID: return ep_sigmoidf(x);
+    }
+    return x;
+}
+
+int64_t ep_gemm_block_columns(int64_t k, size_t scratch_floats) {
+    if (k <= 0) return EP_GEMM_BLOCK;
+    int64_t fit = (int64_t)(scratch_floats / (size_t)k) / EP_GEMM_NR * EP_GEMM_NR;
+    return fit < EP_GEMM_BLOCK ? fit : EP_GEMM_BLOCK;
+}
+
+void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64_t nb, int64_t row_stride,
+                     int64_t col_stride) {
+    for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
+        int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
+        float *panel = packed + p * k;
+        for (int64_t kk = 0; kk < k; kk++) {
+            const float *src = b + kk * row_stride + (n0 + p) * col_stride;
+            float *dst = panel + kk * EP_GEMM_NR;
+            int64_t j = 0;
+            if (col_stride == 1)
+                for (; j < cols; j++) dst[j] = src[j];
+            else
+                for (; j < cols; j++) dst[j] = src[j * col_stride];
+            for (; j < EP_GEMM_NR; j++) dst[j] = 0.0f;
+        }
+    }
+}
+
+static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, int64_t cols, int64_t i0, float *c,
+                       int64_t ldc, const ep_epilogue *e) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = c + (i0 + r) * ldc;
+        float bias = e->row_bias ? e->row_bias[i0 + r] : 0.0f;
+        for (int64_t j = 0; j < cols; j++) {
+            float v = e->alpha * acc[r][j] + bias;
+            if (e->accumulate) v += out[j];
+            out[j] = ep_activate(e->act, v, e->act_a, e->act_b);
+        }
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+typedef float ep_v8 __attribute__((vector_size(32)));
+
+static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel,
+                         float acc[EP_GEMM_MR][EP_GEMM_NR]) {
+    ep_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+    ep_v8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+    const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3], *r4 = rows[4], *r5 = rows[5];
+    for (int64_t kk = 0; kk < k; kk++) {
+        ep_v8 b0, b1;
+        __builtin_memcpy(&b0, panel + kk * EP_GEMM_NR, sizeof b0);
+        __builtin_memcpy(&b1, panel + kk * EP_GEMM_NR + 8, sizeof b1);
+        int64_t at = kk * a_col;
+        ep_v8 a;
+        a = (ep_v8){0} + r0[at]; c00 += a * b0; c01 += a * b1;
+        a = (ep_v8){0} + r1[at]; c10 += a * b0; c11 += a * b1;
+        a = (ep_v8){0} + r2[at]; c20 += a * b0; c21 += a * b1;
+        a = (ep_v8){0} + r3[at]; c30 += a * b0; c31 += a * b1;
+        a = (ep_v8){0} + r4[at]; c40 += a * b0; c41 += a * b1;
+        a = (ep_v8){0} + r5[at]; c50 += a * b0; c51 += a * b1;
+    }
+    ep_v8 all[EP_GEMM_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(acc[r], all[r], sizeof all[r]);
+}
+#else
+static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel,
+                         float acc[EP_GEMM_MR][EP_GEMM_NR]) {
+    for (int r = 0; r < EP_GEMM_MR; r++)
+        for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int r = 0; r < EP_GEMM_MR; r++) {
+            float a = rows[r][kk * a_col];
+            for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * panel[kk * EP_GEMM_NR + j];
+        }
+}
+#endif
+
+void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+                    const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
+    float acc[EP_GEMM_MR][EP_GEMM_NR];
+    for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
+        int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
+        const float *panel = packed + p * k;
+        for (int64_t i = 0; i < m; i += EP_GEMM_MR) {
+            int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
+            const float *rows[EP_GEMM_MR];
+            for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
+            micro_kernel(k, rows, a_col, panel, acc);
+            store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i, c + p, ldc, epilogue);
+        }
+    }
+}

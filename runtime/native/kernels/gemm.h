@@ -1,0 +1,36 @@
+/* The matrix-product engine under Conv, ConvTranspose, MatMul and Gemm: B packed in 16-column panels, a 6x16
+   register-blocked micro-kernel (vector extensions map it to AVX2/FMA, NEON or SIMD128; scalar otherwise). */
+#ifndef EP_GEMM_H
+#define EP_GEMM_H
+
+#include "../ep_internal.h"
+
+#define EP_GEMM_NR 16
+#define EP_GEMM_MR 6
+#define EP_GEMM_BLOCK 256
+
+enum { EP_ACT_NONE, EP_ACT_RELU, EP_ACT_CLIP, EP_ACT_HARD_SWISH, EP_ACT_HARD_SIGMOID, EP_ACT_LEAKY_RELU,
+       EP_ACT_SIGMOID, EP_ACT_KINDS };
+
+typedef struct ep_epilogue {
+    const float *row_bias;  /* one per row of C, or NULL */
+    float alpha;            /* scales the product */
+    int accumulate;         /* add to what C holds */
+    int32_t act;
+    float act_a, act_b;
+} ep_epilogue;
+
+float ep_activate(int32_t act, float x, float a, float b);
+
+/* Columns per block for a product with K rows in B, given the scratch (0 when it cannot hold one panel). */
+int64_t ep_gemm_block_columns(int64_t k, size_t scratch_floats);
+
+/* Packs columns [n0, n0 + nb) of a strided K x N matrix B into panels. */
+void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64_t nb, int64_t row_stride,
+                     int64_t col_stride);
+
+/* C[0:M, 0:nb] (+)= alpha * A[M, K] x packed B, then bias and activation; A is strided, C has leading dim ldc. */
+void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+                    const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
+
+#endif

@@ -1,0 +1,306 @@
+/* Data movement: Copy (the reshape family), Transpose, Concat, Split, Slice, Gather, Pad. */
+#include "../ep_internal.h"
+
+static ep_status check_copy(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (n->in[0]->dtype != n->out[0]->dtype || n->in[0]->count != n->out[0]->count)
+        return ep_fail(error, n, ": input and output differ in dtype or element count");
+    return EP_OK;
+}
+
+static ep_status run_copy(const ep_node *n, const ep_context *c) {
+    (void)c;
+    if (n->out[0]->data != n->in[0]->data) ep_memmove(n->out[0]->data, n->in[0]->data, n->out[0]->bytes);
+    return EP_OK;
+}
+
+static ep_status check_transpose(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != (uint32_t)x->rank)
+        return ep_fail(error, n, ": dtype, rank or permutation length differ");
+    uint32_t seen = 0;
+    for (int32_t i = 0; i < x->rank; i++) {
+        int32_t p = n->params[i];
+        if (p < 0 || p >= x->rank || (seen & (1u << p))) return ep_fail(error, n, ": not a permutation");
+        seen |= 1u << p;
+        if (y->dims[i] != x->dims[p]) return ep_fail(error, n, ": output dims do not match the permutation");
+    }
+    return EP_OK;
+}
+
+static ep_status run_transpose(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int32_t rank = x->rank;
+    size_t size = ep_dtype_size(x->dtype);
+    int64_t in_strides[EP_MAX_RANK], strides[EP_MAX_RANK], counter[EP_MAX_RANK];
+    int64_t stride = 1;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+        in_strides[i] = stride;
+        stride *= x->dims[i];
+    }
+    for (int32_t i = 0; i < rank; i++) {
+        strides[i] = in_strides[n->params[i]];
+        counter[i] = 0;
+    }
+    if (y->count == 0) return EP_OK;
+    const uint8_t *src = (const uint8_t *)x->data;
+    uint8_t *dst = (uint8_t *)y->data;
+    int64_t last = rank ? y->dims[rank - 1] : 1, last_stride = rank ? strides[rank - 1] : 0;
+    for (int64_t o = 0; o < y->count; o += last) {
+        int64_t offset = 0;
+        for (int32_t i = 0; i + 1 < rank; i++) offset += counter[i] * strides[i];
+        if (size == 4) {
+            const float *s = (const float *)(const void *)src + offset;
+            float *d = (float *)(void *)dst + o;
+            for (int64_t k = 0; k < last; k++) d[k] = s[k * last_stride];
+        } else {
+            for (int64_t k = 0; k < last; k++)
+                ep_memcpy(dst + (size_t)(o + k) * size, src + (size_t)(offset + k * last_stride) * size, size);
+        }
+        for (int32_t i = rank - 2; i >= 0; i--) {
+            if (++counter[i] < y->dims[i]) break;
+            counter[i] = 0;
+        }
+    }
+    return EP_OK;
+}
+
+/* Concat and Split: one side is many tensors that stack along `axis` into the other. */
+static ep_status check_stack(const ep_node *n, ep_tensor *const *parts, uint32_t n_parts, const ep_tensor *whole,
+                             char *error) {
+    if (n->n_params != 1) return ep_fail(error, n, ": bad parameters");
+    int32_t axis = n->params[0];
+    if (axis < 0 || axis >= whole->rank) return ep_fail(error, n, ": axis out of range");
+    int64_t total = 0;
+    for (uint32_t k = 0; k < n_parts; k++) {
+        const ep_tensor *p = parts[k];
+        if (!p || p->dtype != whole->dtype || p->rank != whole->rank) return ep_fail(error, n, ": parts differ");
+        for (int32_t d = 0; d < whole->rank; d++)
+            if (d != axis && p->dims[d] != whole->dims[d]) return ep_fail(error, n, ": parts differ in shape");
+        total += p->dims[axis];
+    }
+    if (total != whole->dims[axis]) return ep_fail(error, n, ": parts do not add up along the axis");
+    return EP_OK;
+}
+
+static void stack_geometry(const ep_tensor *whole, int32_t axis, int64_t *outer, int64_t *inner) {
+    *outer = 1;
+    *inner = (int64_t)ep_dtype_size(whole->dtype);
+    for (int32_t d = 0; d < axis; d++) *outer *= whole->dims[d];
+    for (int32_t d = axis + 1; d < whole->rank; d++) *inner *= whole->dims[d];
+}
+
+static ep_status check_concat(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    if (n->n_in < 1 || n->n_out != 1) return ep_fail(error, n, ": wrong number of inputs or outputs");
+    return check_stack(n, n->in, n->n_in, n->out[0], error);
+}
+
+static ep_status run_concat(const ep_node *n, const ep_context *c) {
+    (void)c;
+    int64_t outer, inner, at = 0;
+    const ep_tensor *y = n->out[0];
+    int32_t axis = n->params[0];
+    stack_geometry(y, axis, &outer, &inner);
+    int64_t row = y->dims[axis] * inner;
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        int64_t part = n->in[k]->dims[axis] * inner;
+        for (int64_t o = 0; o < outer; o++)
+            ep_memmove((uint8_t *)y->data + o * row + at, (const uint8_t *)n->in[k]->data + o * part, (size_t)part);
+        at += part;
+    }
+    return EP_OK;
+}
+
+static ep_status check_split(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    if (n->n_in != 1 || !n->in[0] || n->n_out < 1) return ep_fail(error, n, ": wrong number of inputs or outputs");
+    return check_stack(n, n->out, n->n_out, n->in[0], error);
+}
+
+static ep_status run_split(const ep_node *n, const ep_context *c) {
+    (void)c;
+    int64_t outer, inner, at = 0;
+    const ep_tensor *x = n->in[0];
+    int32_t axis = n->params[0];
+    stack_geometry(x, axis, &outer, &inner);
+    int64_t row = x->dims[axis] * inner;
+    for (uint32_t k = 0; k < n->n_out; k++) {
+        int64_t part = n->out[k]->dims[axis] * inner;
+        for (int64_t o = 0; o < outer; o++)
+            ep_memmove((uint8_t *)n->out[k]->data + o * part, (const uint8_t *)x->data + o * row + at, (size_t)part);
+        at += part;
+    }
+    return EP_OK;
+}
+
+/* Slice: params are (start, step) per axis; the output dims give the counts. */
+static ep_status check_slice(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != 2 * (uint32_t)x->rank)
+        return ep_fail(error, n, ": dtype, rank or parameters do not match");
+    for (int32_t d = 0; d < x->rank; d++) {
+        int64_t start = n->params[2 * d], step = n->params[2 * d + 1], count = y->dims[d];
+        if (count == 0) continue;
+        int64_t last = start + (count - 1) * step;
+        if (step == 0 || start < 0 || start >= x->dims[d] || last < 0 || last >= x->dims[d])
+            return ep_fail(error, n, ": slice outside the input");
+    }
+    return EP_OK;
+}
+
+static ep_status run_slice(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int32_t rank = x->rank;
+    size_t size = ep_dtype_size(x->dtype);
+    if (y->count == 0) return EP_OK;
+    int64_t in_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+        in_strides[i] = stride;
+        stride *= x->dims[i];
+        counter[i] = 0;
+    }
+    const uint8_t *src = (const uint8_t *)x->data;
+    uint8_t *dst = (uint8_t *)y->data;
+    int64_t last = rank ? y->dims[rank - 1] : 1;
+    int64_t last_start = rank ? n->params[2 * (rank - 1)] : 0, last_step = rank ? n->params[2 * rank - 1] : 1;
+    for (int64_t o = 0; o < y->count; o += last) {
+        int64_t offset = last_start;
+        for (int32_t i = 0; i + 1 < rank; i++)
+            offset += (n->params[2 * i] + counter[i] * n->params[2 * i + 1]) * in_strides[i];
+        if (last_step == 1) {
+            ep_memcpy(dst + (size_t)o * size, src + (size_t)offset * size, (size_t)last * size);
+        } else {
+            for (int64_t k = 0; k < last; k++)
+                ep_memcpy(dst + (size_t)(o + k) * size, src + (size_t)(offset + k * last_step) * size, size);
+        }
+        for (int32_t i = rank - 2; i >= 0; i--) {
+            if (++counter[i] < y->dims[i]) break;
+            counter[i] = 0;
+        }
+    }
+    return EP_OK;
+}
+
+static ep_status check_gather(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 2, 2, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *idx = n->in[1], *y = n->out[0];
+    if (n->n_params != 1 || n->params[0] < 0 || n->params[0] >= x->rank) return ep_fail(error, n, ": bad axis");
+    if (idx->dtype != EP_I64 && idx->dtype != EP_I32) return ep_fail(error, n, ": indices must be int32 or int64");
+    int32_t axis = n->params[0];
+    if (y->dtype != x->dtype || y->rank != x->rank - 1 + idx->rank) return ep_fail(error, n, ": wrong output");
+    int32_t at = 0;
+    for (int32_t d = 0; d < axis; d++)
+        if (y->dims[at++] != x->dims[d]) return ep_fail(error, n, ": wrong output shape");
+    for (int32_t d = 0; d < idx->rank; d++)
+        if (y->dims[at++] != idx->dims[d]) return ep_fail(error, n, ": wrong output shape");
+    for (int32_t d = axis + 1; d < x->rank; d++)
+        if (y->dims[at++] != x->dims[d]) return ep_fail(error, n, ": wrong output shape");
+    return EP_OK;
+}
+
+static ep_status run_gather(const ep_node *n, const ep_context *c) {
+    const ep_tensor *x = n->in[0], *idx = n->in[1], *y = n->out[0];
+    int32_t axis = n->params[0];
+    int64_t outer = 1, inner = (int64_t)ep_dtype_size(x->dtype), dim = x->dims[axis];
+    for (int32_t d = 0; d < axis; d++) outer *= x->dims[d];
+    for (int32_t d = axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t k = 0; k < idx->count; k++) {
+            int64_t i = idx->dtype == EP_I64 ? ((const int64_t *)idx->data)[k] : ((const int32_t *)idx->data)[k];
+            if (i < 0) i += dim;
+            if (i < 0 || i >= dim) {
+                ep_message(c->error, "Gather: index out of range:", "", -1);
+                return EP_ERR_RUNTIME;
+            }
+            ep_memcpy((uint8_t *)y->data + (o * idx->count + k) * inner,
+                      (const uint8_t *)x->data + (o * dim + i) * inner, (size_t)inner);
+        }
+    }
+    return EP_OK;
+}
+
+/* Pad: params are mode (0 constant, 1 reflect, 2 edge, 3 wrap), the constant as float bits, then per axis the
+   number of elements added before (negative: removed). */
+static ep_status check_pad(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != 2 + (uint32_t)x->rank)
+        return ep_fail(error, n, ": dtype, rank or parameters do not match");
+    if (n->params[0] < 0 || n->params[0] > 3) return ep_fail(error, n, ": bad mode");
+    if (n->params[0] != 0 && x->count == 0 && y->count != 0) return ep_fail(error, n, ": nothing to reflect");
+    for (int32_t d = 0; d < x->rank; d++) {
+        int64_t before = n->params[2 + d];
+        if (before < -x->dims[d] || before > y->dims[d]) return ep_fail(error, n, ": pad larger than the output");
+    }
+    return EP_OK;
+}
+
+static int64_t pad_source(int32_t mode, int64_t c, int64_t dim) {
+    if (c >= 0 && c < dim) return c;
+    if (mode == 0) return -1;
+    if (mode == 2) return c < 0 ? 0 : dim - 1;
+    if (mode == 3) return ((c % dim) + dim) % dim;
+    if (dim == 1) return 0;
+    int64_t period = 2 * (dim - 1);
+    c = ((c % period) + period) % period;
+    return c < dim ? c : period - c;
+}
+
+static ep_status run_pad(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int32_t rank = x->rank, mode = n->params[0];
+    size_t size = ep_dtype_size(x->dtype);
+    float value = ep_param_f32(n, 1);
+    uint8_t fill[8];
+    switch (x->dtype) {
+    case EP_F32: ep_memcpy(fill, &value, 4); break;
+    case EP_I32: { int32_t v = (int32_t)value; ep_memcpy(fill, &v, 4); break; }
+    case EP_I64: { int64_t v = (int64_t)value; ep_memcpy(fill, &v, 8); break; }
+    default: fill[0] = (uint8_t)(int32_t)value; break;
+    }
+    int64_t counter[EP_MAX_RANK], in_strides[EP_MAX_RANK], stride = 1;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+        in_strides[i] = stride;
+        stride *= x->dims[i];
+        counter[i] = 0;
+    }
+    uint8_t *dst = (uint8_t *)y->data;
+    for (int64_t o = 0; o < y->count; o++) {
+        int64_t offset = 0;
+        for (int32_t i = 0; i < rank && offset >= 0; i++) {
+            int64_t s = pad_source(mode, counter[i] - n->params[2 + i], x->dims[i]);
+            offset = s < 0 ? -1 : offset + s * in_strides[i];
+        }
+        if (offset < 0) ep_memcpy(dst + (size_t)o * size, fill, size);
+        else ep_memcpy(dst + (size_t)o * size, (const uint8_t *)x->data + (size_t)offset * size, size);
+        for (int32_t i = rank - 1; i >= 0; i--) {
+            if (++counter[i] < y->dims[i]) break;
+            counter[i] = 0;
+        }
+    }
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_copy = {"Copy", check_copy, run_copy};
+const ep_kernel ep_kernel_transpose = {"Transpose", check_transpose, run_transpose};
+const ep_kernel ep_kernel_concat = {"Concat", check_concat, run_concat};
+const ep_kernel ep_kernel_split = {"Split", check_split, run_split};
+const ep_kernel ep_kernel_slice = {"Slice", check_slice, run_slice};
+const ep_kernel ep_kernel_gather = {"Gather", check_gather, run_gather};
+const ep_kernel ep_kernel_pad = {"Pad", check_pad, run_pad};

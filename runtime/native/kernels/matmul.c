@@ -1,0 +1,139 @@
+/* MatMul (batched, numpy broadcasting over batch dims, 1-D operands) and Gemm (transposes, alpha, beta, C). */
+#include "broadcast.h"
+#include "gemm.h"
+
+typedef struct matmul_shape {
+    int64_t m, k, n, batch;
+    int32_t batch_rank;
+    int64_t batch_dims[EP_MAX_RANK], a_strides[EP_MAX_RANK], b_strides[EP_MAX_RANK];
+} matmul_shape;
+
+static ep_status read_matmul(const ep_node *n, matmul_shape *s, char *error) {
+    ep_status status = ep_expect(n, 2, 2, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
+    if (a->dtype != EP_F32 || b->dtype != EP_F32 || y->dtype != EP_F32) return ep_fail(error, n, ": float32 only");
+    if (a->rank < 1 || b->rank < 1 || n->n_params != 0) return ep_fail(error, n, ": operands must have rank >= 1");
+    s->m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
+    s->k = a->dims[a->rank - 1];
+    int64_t kb = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2];
+    s->n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+    if (kb != s->k) return ep_fail(error, n, ": inner dimensions differ");
+    int32_t a_batch = a->rank > 2 ? a->rank - 2 : 0, b_batch = b->rank > 2 ? b->rank - 2 : 0;
+    s->batch_rank = a_batch > b_batch ? a_batch : b_batch;
+    int32_t want_rank = s->batch_rank + (a->rank > 1) + (b->rank > 1);
+    if (y->rank != want_rank) return ep_fail(error, n, ": wrong output rank");
+    int64_t a_stride = s->m * s->k, b_stride = s->k * s->n;
+    s->batch = 1;
+    for (int32_t i = s->batch_rank - 1; i >= 0; i--) {
+        int32_t ia = i - (s->batch_rank - a_batch), ib = i - (s->batch_rank - b_batch);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1) return ep_fail(error, n, ": batch dims do not broadcast");
+        int64_t d = da > db ? da : db;
+        if (da == 0 || db == 0) d = 0;
+        s->batch_dims[i] = d;
+        if (y->dims[i] != d) return ep_fail(error, n, ": wrong output batch dims");
+        s->a_strides[i] = da == 1 ? 0 : a_stride;
+        s->b_strides[i] = db == 1 ? 0 : b_stride;
+        a_stride *= da;
+        b_stride *= db;
+        s->batch *= d;
+    }
+    int32_t at = s->batch_rank;
+    if (a->rank > 1 && y->dims[at++] != s->m) return ep_fail(error, n, ": wrong output rows");
+    if (b->rank > 1 && y->dims[at] != s->n) return ep_fail(error, n, ": wrong output columns");
+    return EP_OK;
+}
+
+static ep_status check_matmul(const ep_node *n, size_t *scratch, char *error) {
+    matmul_shape s = {0};
+    ep_status status = read_matmul(n, &s, error);
+    if (status == EP_OK) *scratch = (size_t)s.k * EP_GEMM_NR * sizeof(float);
+    return status;
+}
+
+static void product(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
+                    int64_t b_row, int64_t b_col, float *c, const ep_epilogue *e, const ep_context *ctx) {
+    if (k == 0) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float v = e->accumulate ? c[i * n + j] : 0.0f;
+                c[i * n + j] = ep_activate(e->act, v, e->act_a, e->act_b);
+            }
+        return;
+    }
+    int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
+    for (int64_t n0 = 0; n0 < n; n0 += block) {
+        int64_t nb = n - n0 < block ? n - n0 : block;
+        ep_pack_strided(ctx->scratch, b, k, n0, nb, b_row, b_col);
+        ep_gemm_packed(m, k, nb, a, a_row, a_col, ctx->scratch, c + n0, n, e);
+    }
+}
+
+static ep_status run_matmul(const ep_node *n, const ep_context *ctx) {
+    matmul_shape s = {0};
+    char unused[EP_ERROR_CAPACITY];
+    read_matmul(n, &s, unused);
+    const float *a = (const float *)n->in[0]->data, *b = (const float *)n->in[1]->data;
+    float *y = (float *)n->out[0]->data;
+    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+    int64_t counter[EP_MAX_RANK] = {0};
+    for (int64_t t = 0; t < s.batch; t++) {
+        int64_t ao = 0, bo = 0;
+        for (int32_t i = 0; i < s.batch_rank; i++) {
+            ao += counter[i] * s.a_strides[i];
+            bo += counter[i] * s.b_strides[i];
+        }
+        product(s.m, s.k, s.n, a + ao, s.k, 1, b + bo, s.n, 1, y + t * s.m * s.n, &e, ctx);
+        for (int32_t i = s.batch_rank - 1; i >= 0; i--) {
+            if (++counter[i] < s.batch_dims[i]) break;
+            counter[i] = 0;
+        }
+    }
+    return EP_OK;
+}
+
+/* Gemm params: transA, transB, alpha, beta, activation, activation a, activation b. */
+static ep_status check_gemm(const ep_node *n, size_t *scratch, char *error) {
+    ep_status status = ep_expect(n, 2, 3, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *a = n->in[0], *b = n->in[1], *c = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
+    if (n->n_params != 7 || n->params[4] < 0 || n->params[4] >= EP_ACT_KINDS) return ep_fail(error, n, ": bad params");
+    if (a->dtype != EP_F32 || b->dtype != EP_F32 || y->dtype != EP_F32 || (c && c->dtype != EP_F32))
+        return ep_fail(error, n, ": float32 only");
+    if (a->rank != 2 || b->rank != 2 || y->rank != 2) return ep_fail(error, n, ": operands must be matrices");
+    int64_t m = n->params[0] ? a->dims[1] : a->dims[0], k = n->params[0] ? a->dims[0] : a->dims[1];
+    int64_t kb = n->params[1] ? b->dims[1] : b->dims[0], cols = n->params[1] ? b->dims[0] : b->dims[1];
+    if (k != kb || y->dims[0] != m || y->dims[1] != cols) return ep_fail(error, n, ": shapes do not match");
+    if (c && !ep_broadcasts_to(c, y)) return ep_fail(error, n, ": C does not broadcast to the output");
+    *scratch = (size_t)k * EP_GEMM_NR * sizeof(float);
+    return EP_OK;
+}
+
+static ep_status run_gemm(const ep_node *n, const ep_context *ctx) {
+    const ep_tensor *a = n->in[0], *b = n->in[1], *c = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
+    int trans_a = n->params[0], trans_b = n->params[1];
+    float alpha = ep_param_f32(n, 2), beta = ep_param_f32(n, 3);
+    int64_t m = y->dims[0], cols = y->dims[1], k = trans_a ? a->dims[0] : a->dims[1];
+    float *out = (float *)y->data;
+    int accumulate = 0;
+    if (c && beta != 0.0f) {
+        ep_broadcast plan;
+        const ep_tensor *inputs[1] = {c};
+        ep_broadcast_plan(&plan, y, inputs, 1);
+        ep_row row;
+        int64_t counter[EP_MAX_RANK];
+        const float *cv = (const float *)c->data;
+        for (int more = ep_row_first(&plan, &row, counter); more; more = ep_row_next(&plan, &row, counter))
+            for (int64_t i = 0; i < row.length; i++) out[row.out + i] = beta * cv[row.in[0] + i * row.step[0]];
+        accumulate = 1;
+    }
+    ep_epilogue e = {0, alpha, accumulate, n->params[4], ep_param_f32(n, 5), ep_param_f32(n, 6)};
+    int64_t a_cols = a->dims[1], b_cols = b->dims[1];
+    product(m, k, cols, (const float *)a->data, trans_a ? 1 : a_cols, trans_a ? a_cols : 1, (const float *)b->data,
+            trans_b ? 1 : b_cols, trans_b ? b_cols : 1, out, &e, ctx);
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_matmul = {"MatMul", check_matmul, run_matmul};
+const ep_kernel ep_kernel_gemm = {"Gemm", check_gemm, run_gemm};

@@ -1,0 +1,128 @@
+/* Softmax / LogSoftmax, the per-channel affine of BatchNormalization, and LayerNormalization. */
+#include "../ep_internal.h"
+
+static ep_status float_same_shape(const ep_node *n, char *error) {
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (x->dtype != EP_F32 || y->dtype != EP_F32 || !ep_same_shape(x, y))
+        return ep_fail(error, n, ": float32 input and output of one shape only");
+    return EP_OK;
+}
+
+/* Softmax params: axis, flatten (1: every axis from `axis` on, as opsets before 13), log. */
+static ep_status check_softmax(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= n->in[0]->rank) return ep_fail(error, n, ": bad axis");
+    return float_same_shape(n, error);
+}
+
+static ep_status run_softmax(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0];
+    int32_t axis = n->params[0];
+    int64_t outer = 1, length = 1, inner = 1;
+    for (int32_t d = 0; d < x->rank; d++) {
+        if (d < axis) outer *= x->dims[d];
+        else if (d == axis || n->params[1]) length *= x->dims[d];
+        else inner *= x->dims[d];
+    }
+    const float *in = (const float *)x->data;
+    float *out = (float *)n->out[0]->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < inner; i++) {
+            const float *src = in + o * length * inner + i;
+            float *dst = out + o * length * inner + i;
+            float peak = -3.4028235e38f;
+            for (int64_t k = 0; k < length; k++) peak = src[k * inner] > peak ? src[k * inner] : peak;
+            float sum = 0.0f;
+            for (int64_t k = 0; k < length; k++) {
+                float e = ep_expf(src[k * inner] - peak);
+                dst[k * inner] = e;
+                sum += e;
+            }
+            if (n->params[2]) {
+                float log_sum = ep_logf(sum);
+                for (int64_t k = 0; k < length; k++) dst[k * inner] = src[k * inner] - peak - log_sum;
+            } else {
+                float inverse = 1.0f / sum;
+                for (int64_t k = 0; k < length; k++) dst[k * inner] *= inverse;
+            }
+        }
+    }
+    return EP_OK;
+}
+
+/* y = x * scale[c] + bias[c] over axis 1 (BatchNormalization folded at lowering). */
+static ep_status check_channel_affine(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 3, 3, 1, error);
+    if (status != EP_OK) return status;
+    if ((status = float_same_shape(n, error)) != EP_OK) return status;
+    const ep_tensor *x = n->in[0];
+    int64_t channels = x->rank >= 2 ? x->dims[1] : 1;
+    if (n->in[1]->dtype != EP_F32 || n->in[2]->dtype != EP_F32 || n->in[1]->count != channels ||
+        n->in[2]->count != channels || n->n_params != 0)
+        return ep_fail(error, n, ": scale and bias must hold one float per channel");
+    return EP_OK;
+}
+
+static ep_status run_channel_affine(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0];
+    int64_t channels = x->rank >= 2 ? x->dims[1] : 1, batch = x->rank >= 1 ? x->dims[0] : 1, inner = 1;
+    for (int32_t d = 2; d < x->rank; d++) inner *= x->dims[d];
+    const float *scale = (const float *)n->in[1]->data, *bias = (const float *)n->in[2]->data;
+    const float *in = (const float *)x->data;
+    float *out = (float *)n->out[0]->data;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t ch = 0; ch < channels; ch++) {
+            int64_t at = (b * channels + ch) * inner;
+            for (int64_t i = 0; i < inner; i++) out[at + i] = in[at + i] * scale[ch] + bias[ch];
+        }
+    return EP_OK;
+}
+
+/* LayerNormalization params: axis, epsilon; scale and bias hold one value per normalized element. */
+static ep_status check_layer_norm(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 2, 3, 1, error);
+    if (status != EP_OK) return status;
+    if ((status = float_same_shape(n, error)) != EP_OK) return status;
+    const ep_tensor *x = n->in[0];
+    if (n->n_params != 2 || n->params[0] < 0 || n->params[0] >= x->rank) return ep_fail(error, n, ": bad axis");
+    int64_t inner = 1;
+    for (int32_t d = n->params[0]; d < x->rank; d++) inner *= x->dims[d];
+    const ep_tensor *bias = n->n_in > 2 ? n->in[2] : 0;
+    if (n->in[1]->dtype != EP_F32 || n->in[1]->count != inner || (bias && (bias->dtype != EP_F32 || bias->count != inner)))
+        return ep_fail(error, n, ": scale and bias must cover the normalized axes");
+    return EP_OK;
+}
+
+static ep_status run_layer_norm(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0];
+    int64_t inner = 1;
+    for (int32_t d = n->params[0]; d < x->rank; d++) inner *= x->dims[d];
+    int64_t outer = inner ? x->count / inner : 0;
+    float epsilon = ep_param_f32(n, 1);
+    const float *scale = (const float *)n->in[1]->data;
+    const float *bias = n->n_in > 2 && n->in[2] ? (const float *)n->in[2]->data : 0;
+    for (int64_t o = 0; o < outer; o++) {
+        const float *src = (const float *)x->data + o * inner;
+        float *dst = (float *)n->out[0]->data + o * inner;
+        double mean = 0.0, var = 0.0;
+        for (int64_t i = 0; i < inner; i++) mean += src[i];
+        mean /= (double)inner;
+        for (int64_t i = 0; i < inner; i++) var += (src[i] - mean) * (src[i] - mean);
+        var /= (double)inner;
+        float inv = 1.0f / ep_sqrtf((float)var + epsilon);
+        for (int64_t i = 0; i < inner; i++)
+            dst[i] = (float)(src[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+    }
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_softmax = {"Softmax", check_softmax, run_softmax};
+const ep_kernel ep_kernel_channel_affine = {"ChannelAffine", check_channel_affine, run_channel_affine};
+const ep_kernel ep_kernel_layer_norm = {"LayerNormalization", check_layer_norm, run_layer_norm};

@@ -1,0 +1,101 @@
+/* The Reduce family and ArgMax/ArgMin. Reduce params: kind, then one flag per input axis (1: reduced).
+   ArgExtreme params: axis, want_max, select_last_index. */
+#include "../ep_internal.h"
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUM_SQUARE, R_L1, R_L2, R_LOG_SUM, R_KINDS };
+
+static ep_status check_reduce(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (x->dtype != EP_F32 || y->dtype != EP_F32) return ep_fail(error, n, ": float32 only");
+    if (n->n_params != 1 + (uint32_t)x->rank || n->params[0] < 0 || n->params[0] >= R_KINDS)
+        return ep_fail(error, n, ": bad parameters");
+    int64_t kept = 1;
+    for (int32_t d = 0; d < x->rank; d++) {
+        if (n->params[1 + d] != 0 && n->params[1 + d] != 1) return ep_fail(error, n, ": bad axis flag");
+        if (!n->params[1 + d]) kept *= x->dims[d];
+    }
+    if (y->count != kept) return ep_fail(error, n, ": output size is not the kept axes");
+    return EP_OK;
+}
+
+static ep_status run_reduce(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int32_t kind = n->params[0], rank = x->rank;
+    float *out = (float *)y->data;
+    const float *in = (const float *)x->data;
+    float start = kind == R_MAX ? -3.4028235e38f : kind == R_MIN ? 3.4028235e38f : kind == R_PROD ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < y->count; i++) out[i] = start;
+    int64_t out_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        out_strides[d] = n->params[1 + d] ? 0 : stride;
+        if (!n->params[1 + d]) stride *= x->dims[d];
+        counter[d] = 0;
+    }
+    for (int64_t i = 0; i < x->count; i++) {
+        int64_t o = 0;
+        for (int32_t d = 0; d < rank; d++) o += counter[d] * out_strides[d];
+        float v = in[i];
+        switch (kind) {
+        case R_MAX: out[o] = (v > out[o] || v != v) ? v : out[o]; break;
+        case R_MIN: out[o] = (v < out[o] || v != v) ? v : out[o]; break;
+        case R_PROD: out[o] *= v; break;
+        case R_SUM_SQUARE: case R_L2: out[o] += v * v; break;
+        case R_L1: out[o] += v < 0 ? -v : v; break;
+        default: out[o] += v; break;
+        }
+        for (int32_t d = rank - 1; d >= 0; d--) {
+            if (++counter[d] < x->dims[d]) break;
+            counter[d] = 0;
+        }
+    }
+    int64_t group = y->count ? x->count / y->count : 0;
+    for (int64_t i = 0; i < y->count; i++) {
+        if (kind == R_MEAN) out[i] = group ? out[i] / (float)group : 0.0f;
+        else if (kind == R_L2) out[i] = ep_sqrtf(out[i]);
+        else if (kind == R_LOG_SUM) out[i] = ep_logf(out[i]);
+    }
+    return EP_OK;
+}
+
+static ep_status check_arg_extreme(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= x->rank) return ep_fail(error, n, ": bad axis");
+    if (x->dtype != EP_F32 || y->dtype != EP_I64) return ep_fail(error, n, ": float32 in, int64 out only");
+    if (x->dims[n->params[0]] == 0 || y->count * x->dims[n->params[0]] != x->count)
+        return ep_fail(error, n, ": output size is not the kept axes");
+    return EP_OK;
+}
+
+static ep_status run_arg_extreme(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0];
+    int32_t axis = n->params[0];
+    int want_max = n->params[1], last = n->params[2];
+    int64_t outer = 1, length = x->dims[axis], inner = 1;
+    for (int32_t d = 0; d < axis; d++) outer *= x->dims[d];
+    for (int32_t d = axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    const float *in = (const float *)x->data;
+    int64_t *out = (int64_t *)n->out[0]->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *src = in + o * length * inner + i;
+            int64_t best = 0;
+            for (int64_t k = 1; k < length; k++) {
+                float v = src[k * inner], b = src[best * inner];
+                int better = want_max ? (v > b || (last && v == b)) : (v < b || (last && v == b));
+                if (better) best = k;
+            }
+            out[o * inner + i] = best;
+        }
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_reduce = {"Reduce", check_reduce, run_reduce};
+const ep_kernel ep_kernel_arg_extreme = {"ArgExtreme", check_arg_extreme, run_arg_extreme};

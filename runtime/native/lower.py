@@ -1,0 +1,325 @@
+"""ONNX model + concrete input shapes -> `.epk` plan bytes. Shapes are all concrete in a plan: shape-computing
+subgraphs fold to constants once the input shapes are known, both branches of a run-time If are lowered, and
+every other node becomes plan ops through the emitters of `lower_ops`."""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from edgepack.errors import EdgepackError
+
+from . import epk
+from .arena import plan_arena
+from .epk import ARENA, WEIGHT, Op, Plan, Tensor
+
+MAX_BLOCK_COLUMNS = 256
+"""Columns per packed block in the C matrix-product engine (EP_GEMM_BLOCK): scratch is sized for it."""
+MAX_SCRATCH_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A value computed at run time: a tensor of the plan."""
+
+    index: int
+    dtype: str
+    shape: tuple[int, ...]
+
+
+Value = Runtime | np.ndarray
+Scope = MutableMapping[str, Any]
+
+
+class Missing:
+    """The outputs of a node the core cannot run (and of nodes that depend on them)."""
+
+
+MISSING = Missing()
+
+
+def attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    values = {}
+    for attr in node.attribute:
+        value = onnx.helper.get_attribute_value(attr)
+        values[attr.name] = value.decode() if isinstance(value, bytes) else value
+    return values
+
+
+class Lowering:
+    """The plan under construction: tensors, ops, buffer aliases and scratch, for one model at fixed input shapes."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self.model = model
+        self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+        self.opset = self.opsets.get("", 1)
+        self.tensors: list[Tensor] = []
+        self.ops: list[Op] = []
+        self.aliases: dict[int, int] = {}
+        self.producers: dict[int, int] = {}
+        self.scratch = 0
+        self.missing: list[str] = []
+        self.weights: dict[int, tuple[int, Any]] = {}
+        self.uses = _uses(model.graph)
+        self.graph_outputs = {o.name for o in model.graph.output}
+
+    # tensors and ops
+
+    def arena(self, name: str, dtype: str, shape: Sequence[int]) -> Runtime:
+        if dtype not in epk.DTYPES:
+            raise EdgepackError(f"value {name!r} has dtype {dtype}, which the cpu core does not hold", where=name,
+                                fix="cast it to float32 or int64 in the model, or run this node on another provider")
+        self.tensors.append(Tensor(name, dtype, tuple(int(d) for d in shape)))
+        return Runtime(len(self.tensors) - 1, dtype, tuple(int(d) for d in shape))
+
+    def tensor(self, value: Value, name: str = "") -> int:
+        """The plan tensor of `value`; a constant becomes a weight (once per array)."""
+        if isinstance(value, Runtime):
+            return value.index
+        array = np.asarray(value)
+        key = id(value)
+        if key not in self.weights or self.weights[key][1] is not value:
+            if array.dtype.name not in epk.DTYPES:
+                raise EdgepackError(f"constant {name!r} has dtype {array.dtype.name}, which the cpu core does not hold",
+                                    where=name, fix="cast it in the model")
+            self.tensors.append(Tensor(name or f"weight{len(self.weights)}", array.dtype.name, array.shape, WEIGHT,
+                                       np.ascontiguousarray(array)))
+            self.weights[key] = (len(self.tensors) - 1, value)
+        return self.weights[key][0]
+
+    def emit(self, kind: str, inputs: Sequence[Value | None], outputs: Sequence[Runtime], params: Sequence[Any] = (),
+             scratch: int = 0) -> None:
+        indices = [None if v is None else self.tensor(v) for v in inputs]
+        self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
+        for o in outputs:
+            self.producers.setdefault(o.index, len(self.ops) - 1)
+        self.scratch = max(self.scratch, scratch)
+
+    def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
+        """A reshape of `source` that shares its buffer."""
+        out = self.arena(name, source.dtype, shape)
+        if self.tensors[source.index].location == ARENA:
+            self.aliases[out.index] = source.index
+        self.emit("Copy", [source], [out])
+        return out
+
+    @staticmethod
+    def gemm_scratch(k: int, n: int) -> int:
+        """Scratch for a product with `k` packed rows and `n` columns: one block of packed columns."""
+        columns = max(16, min(MAX_BLOCK_COLUMNS, (n + 15) // 16 * 16))
+        return max(k * 16 * 4, min(k * columns * 4, MAX_SCRATCH_BYTES))
+
+    # shapes
+
+    def infer(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> list[tuple[str, tuple[int, ...]]]:
+        """The dtype and concrete shape of each output of `node`, from onnx's shape inference with constant inputs
+        given as data."""
+        schema = onnx.defs.get_schema(node.op_type, self.opsets.get(node.domain, 1), node.domain)
+        types, data = {}, {}
+        for name, value in zip(node.input, inputs):
+            if not name or value is None:
+                continue
+            if isinstance(value, Runtime):
+                dtype, shape = value.dtype, value.shape
+            else:
+                array = np.asarray(value)
+                dtype, shape = array.dtype.name, array.shape
+                data[name] = numpy_helper.from_array(array, name)
+            elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+            types[name] = onnx.helper.make_tensor_type_proto(elem, list(shape))
+        inferred = onnx.shape_inference.infer_node_outputs(
+            schema, node, types, data, opset_imports=list(self.model.opset_import))
+        results = []
+        for name in node.output:
+            tensor_type = inferred[name].tensor_type if name in inferred else None
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim] \
+                if tensor_type is not None and tensor_type.HasField("shape") else None
+            if tensor_type is None or dims is None or None in dims:
+                raise EdgepackError(f"the shape of {name!r} ({node.op_type} node {node.name!r}) is not known at these "
+                                    "input shapes", where=node.name or name,
+                                    fix="pin the input shapes, or make the shape inputs of this node constants")
+            results.append((onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name, tuple(dims)))
+        return results
+
+    def outputs(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> list[Runtime]:
+        return [self.arena(name, dtype, shape) for name, (dtype, shape) in zip(node.output, self.infer(node, inputs))]
+
+    # the graph walk
+
+    def lower_graph(self, graph: onnx.GraphProto, scope: Scope) -> None:
+        for init in graph.initializer:
+            scope[init.name] = numpy_helper.to_array(init)
+        for node in graph.node:
+            self.lower_node(node, scope)
+
+    def lower_node(self, node: onnx.NodeProto, scope: Scope) -> None:
+        from .lower_ops import EMITTERS
+
+        inputs = []
+        for name in node.input:
+            if name and name not in scope:
+                raise EdgepackError(f"node {node.name!r} reads {name!r}, which no node computes", where=node.name,
+                                    fix="check the model with onnx.checker")
+            inputs.append(scope[name] if name else None)
+        if any(isinstance(v, Missing) for v in inputs):
+            values: list[Any] = [MISSING] * len(node.output)
+        elif node.op_type == "If" and node.domain in ("", "ai.onnx"):
+            values = self.lower_if(node, inputs[0], scope)
+        elif all(not isinstance(v, Runtime) for v in inputs) and not _has_subgraph(node):
+            values = _fold(node, inputs, self.model)
+        elif node.op_type in ("Shape", "Size") and isinstance(inputs[0], Runtime):
+            values = [_shape_value(node, inputs[0].shape)]
+        elif node.domain in ("", "ai.onnx") and node.op_type in EMITTERS:
+            values = EMITTERS[node.op_type](self, node, inputs)
+        else:
+            self.missing.append(f"{node.op_type} ({node.name or node.output[0]})")
+            values = [MISSING] * len(node.output)
+        for name, value in zip(node.output, values):
+            if name:
+                scope[name] = value
+
+    def lower_if(self, node: onnx.NodeProto, condition: Value, scope: Scope) -> list[Any]:
+        attrs = attributes(node)
+        branches = [attrs["then_branch"], attrs["else_branch"]]
+        if not isinstance(condition, Runtime):
+            chosen = branches[0] if bool(np.asarray(condition).reshape(-1)[0]) else branches[1]
+            inner: Scope = ChainMap({}, scope)
+            self.lower_graph(chosen, inner)
+            return [inner[o.name] for o in chosen.output]
+        if condition.dtype != "bool":
+            raise EdgepackError(f"If node {node.name!r} has a {condition.dtype} condition", where=node.name,
+                                fix="make the condition a bool tensor")
+        skip_then = len(self.ops)
+        self.emit("SkipUnless", [condition], [], [0])
+        results: list[Runtime] = []
+        for b, branch in enumerate(branches):
+            inner = ChainMap({}, scope)
+            self.lower_graph(branch, inner)
+            values = [inner[o.name] for o in branch.output]
+            if any(isinstance(v, Missing) for v in values):
+                return [MISSING] * len(node.output)
+            for k, (name, value) in enumerate(zip(node.output, values)):
+                dtype, shape = (value.dtype, value.shape) if isinstance(value, Runtime) else \
+                    (np.asarray(value).dtype.name, np.asarray(value).shape)
+                if b == 0:
+                    results.append(self.arena(name, dtype, shape))
+                elif (dtype, tuple(shape)) != (results[k].dtype, results[k].shape):
+                    raise EdgepackError(
+                        f"the branches of If node {node.name!r} give {name!r} different shapes or dtypes at these "
+                        f"input shapes ({results[k].dtype}{list(results[k].shape)} and {dtype}{list(shape)})",
+                        where=node.name, fix="pin input shapes for which both branches agree")
+                self.emit("Copy", [value], [results[k]])
+            if b == 0:
+                skip_else = len(self.ops)
+                self.emit("Skip", [], [], [0])
+                self.ops[skip_then].params = [skip_else - skip_then]
+        self.ops[skip_else].params = [len(self.ops) - skip_else - 1]
+        return results
+
+
+def _uses(graph: onnx.GraphProto) -> dict[str, int]:
+    """How many node inputs (in every subgraph too) read each name."""
+    counts: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            counts[name] = counts.get(name, 0) + 1
+        for attr in node.attribute:
+            for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                for name, count in _uses(body).items():
+                    counts[name] = counts.get(name, 0) + count
+                for out in body.output:
+                    counts[out.name] = counts.get(out.name, 0) + 1
+    return counts
+
+
+def _has_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+
+
+def _shape_value(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
+    if node.op_type == "Size":
+        return np.array(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+    attrs = attributes(node)
+    rank = len(shape)
+    start, end = attrs.get("start", 0), attrs.get("end", rank)
+    return np.array(shape[slice(start, end)], dtype=np.int64)
+
+
+def _fold(node: onnx.NodeProto, inputs: Sequence[Any], model: onnx.ModelProto) -> list[np.ndarray]:
+    """Computes a node whose inputs are all constants with the reference provider's evaluator."""
+    from onnx.reference import ReferenceEvaluator
+
+    from ..providers.reference import FIXES
+
+    names = [name for name in node.input if name]
+    feeds = {name: np.asarray(value) for name, value in zip(node.input, inputs) if name}
+    graph = onnx.helper.make_graph(
+        [node], "fold", [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(feeds[n].dtype),
+                                                              feeds[n].shape) for n in dict.fromkeys(names)],
+        [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o])
+    single = onnx.helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    results = ReferenceEvaluator(single, new_ops=FIXES).run(None, {n: feeds[n] for n in dict.fromkeys(names)})
+    values = iter(results)
+    return [np.asarray(next(values)) if name else None for name in node.output]
+
+
+def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> dict[str, tuple[str, tuple[int, ...]]]:
+    initializers = {i.name for i in graph.initializer}
+    found = {}
+    for value in graph.input:
+        if value.name in initializers:
+            continue
+        tensor_type = value.type.tensor_type
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name
+        if value.name in shapes:
+            found[value.name] = (dtype, tuple(int(d) for d in shapes[value.name]))
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+        if None in dims:
+            raise EdgepackError(f"input {value.name!r} has symbolic dims {dims} and no concrete shape was given",
+                                where=value.name, fix="pass its shape to lower(), e.g. {'x': (1, 3, 640, 640)}")
+        found[value.name] = (dtype, tuple(dims))
+    return found
+
+
+def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None) -> Plan:
+    """The plan of `model` at the given input shapes (dims the model leaves symbolic must be given)."""
+    lowering = Lowering(model)
+    scope: Scope = {}
+    inputs = []
+    for name, (dtype, shape) in _input_shapes(model.graph, shapes or {}).items():
+        value = lowering.arena(name, dtype, shape)
+        scope[name] = value
+        inputs.append(value.index)
+    lowering.lower_graph(model.graph, scope)
+    if lowering.missing:
+        raise EdgepackError(f"the cpu core cannot run {len(lowering.missing)} node(s): "
+                            f"{', '.join(lowering.missing[:20])}{' ...' if len(lowering.missing) > 20 else ''}",
+                            where=model.graph.name or "model",
+                            fix="run these nodes on another provider (partition the model), or replace them with "
+                                "ops the core has (runtime/native/EPK.md lists them)")
+    outputs = []
+    for out in model.graph.output:
+        value = scope[out.name]
+        if not isinstance(value, Runtime) or value.index in inputs or value.index in outputs:
+            array = value if not isinstance(value, Runtime) else None
+            dtype, shape = (value.dtype, value.shape) if array is None else (np.asarray(array).dtype.name,
+                                                                              np.asarray(array).shape)
+            copy = lowering.arena(out.name, dtype, shape)
+            lowering.emit("Copy", [value], [copy])
+            value = copy
+        lowering.tensors[value.index].name = out.name
+        outputs.append(value.index)
+    arena = plan_arena(lowering.tensors, lowering.ops, inputs, outputs, lowering.aliases)
+    return Plan(lowering.tensors, lowering.ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64)
+
+
+def lower(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None) -> bytes:
+    """`.epk` bytes for `model` at the given input shapes."""
+    return epk.write(lower_to_plan(model, shapes))

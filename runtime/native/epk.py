@@ -22,7 +22,7 @@ ARENA, WEIGHT = 0, 1
 OPS = {name: index for index, name in enumerate([
     "Copy", "SkipUnless", "Skip", "Binary", "Unary", "Conv", "ConvTranspose", "MatMul", "Gemm", "Pool", "Softmax",
     "Reduce", "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Resize", "ChannelAffine", "LayerNorm",
-    "Cast", "Where", "Expand", "LSTM", "ArgExtreme",
+    "Cast", "Where", "Expand", "LSTM", "ArgExtreme", "Fail",
 ])}
 """Op ids of the plan format (the order is the contract with `ep_internal.h`)."""
 

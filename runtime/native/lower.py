@@ -198,29 +198,60 @@ class Lowering:
         skip_then = len(self.ops)
         self.emit("SkipUnless", [condition], [], [0])
         results: list[Runtime] = []
+        failures: list[str] = []
         for b, branch in enumerate(branches):
-            inner = ChainMap({}, scope)
-            self.lower_graph(branch, inner)
-            values = [inner[o.name] for o in branch.output]
+            mark = self.mark()
+            try:
+                values = self.lower_branch(node, branch, scope, results, first=b == 0)
+            except Exception as error:  # a branch that cannot run at these shapes: fail if taken
+                self.rewind(mark)
+                failures.append(f"{branch.name or ('then', 'else')[b]}: {error}")
+                if b == 0:
+                    raise EdgepackError(f"the then-branch of If node {node.name!r} cannot be lowered at these input "
+                                        f"shapes ({error})", where=node.name,
+                                        fix="pin input shapes that the then-branch accepts") from error
+                self.emit("Fail", [], [])
+                values = results
             if any(isinstance(v, Missing) for v in values):
                 return [MISSING] * len(node.output)
-            for k, (name, value) in enumerate(zip(node.output, values)):
-                dtype, shape = (value.dtype, value.shape) if isinstance(value, Runtime) else \
-                    (np.asarray(value).dtype.name, np.asarray(value).shape)
-                if b == 0:
-                    results.append(self.arena(name, dtype, shape))
-                elif (dtype, tuple(shape)) != (results[k].dtype, results[k].shape):
-                    raise EdgepackError(
-                        f"the branches of If node {node.name!r} give {name!r} different shapes or dtypes at these "
-                        f"input shapes ({results[k].dtype}{list(results[k].shape)} and {dtype}{list(shape)})",
-                        where=node.name, fix="pin input shapes for which both branches agree")
-                self.emit("Copy", [value], [results[k]])
             if b == 0:
                 skip_else = len(self.ops)
                 self.emit("Skip", [], [], [0])
                 self.ops[skip_then].params = [skip_else - skip_then]
         self.ops[skip_else].params = [len(self.ops) - skip_else - 1]
         return results
+
+    def lower_branch(self, node: onnx.NodeProto, branch: onnx.GraphProto, scope: Scope, results: list[Runtime],
+                     first: bool) -> list[Any]:
+        """Lowers one branch of a run-time If and copies its outputs into the If's outputs (made by the first)."""
+        inner: Scope = ChainMap({}, scope)
+        self.lower_graph(branch, inner)
+        values = [inner[o.name] for o in branch.output]
+        if any(isinstance(v, Missing) for v in values):
+            return values
+        for k, (name, value) in enumerate(zip(node.output, values)):
+            dtype, shape = (value.dtype, value.shape) if isinstance(value, Runtime) else \
+                (np.asarray(value).dtype.name, np.asarray(value).shape)
+            if first:
+                results.append(self.arena(name, dtype, shape))
+            elif (dtype, tuple(shape)) != (results[k].dtype, results[k].shape):
+                raise EdgepackError(
+                    f"the branches of If node {node.name!r} give {name!r} different shapes or dtypes at these "
+                    f"input shapes ({results[k].dtype}{list(results[k].shape)} and {dtype}{list(shape)})",
+                    where=node.name, fix="pin input shapes for which both branches agree")
+            self.emit("Copy", [value], [results[k]])
+        return values
+
+    def mark(self) -> tuple[int, int, int, int, int]:
+        return len(self.tensors), len(self.ops), len(self.missing), self.scratch, len(self.aliases)
+
+    def rewind(self, mark: tuple[int, int, int, int, int]) -> None:
+        """Forgets what was lowered since `mark` (a branch that failed part way)."""
+        tensors, ops, missing, self.scratch, _ = mark
+        del self.tensors[tensors:], self.ops[ops:], self.missing[missing:]
+        self.aliases = {t: s for t, s in self.aliases.items() if t < tensors}
+        self.producers = {t: o for t, o in self.producers.items() if t < tensors}
+        self.weights = {k: v for k, v in self.weights.items() if v[0] < tensors}
 
 
 def _uses(graph: onnx.GraphProto) -> dict[str, int]:

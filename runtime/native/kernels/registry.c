@@ -5,7 +5,7 @@ extern const ep_kernel ep_kernel_copy, ep_kernel_skip_unless, ep_kernel_skip, ep
     ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_pool, ep_kernel_softmax,
     ep_kernel_reduce, ep_kernel_transpose, ep_kernel_concat, ep_kernel_split, ep_kernel_slice, ep_kernel_gather,
     ep_kernel_pad, ep_kernel_resize, ep_kernel_channel_affine, ep_kernel_layer_norm, ep_kernel_cast, ep_kernel_where,
-    ep_kernel_expand, ep_kernel_lstm, ep_kernel_arg_extreme;
+    ep_kernel_expand, ep_kernel_lstm, ep_kernel_arg_extreme, ep_kernel_fail;
 
 const ep_kernel *ep_kernel_for(uint32_t op_id) {
     static const ep_kernel *const table[EP_OP_COUNT] = {
@@ -35,6 +35,7 @@ const ep_kernel *ep_kernel_for(uint32_t op_id) {
         [EP_OP_EXPAND] = &ep_kernel_expand,
         [EP_OP_LSTM] = &ep_kernel_lstm,
         [EP_OP_ARG_EXTREME] = &ep_kernel_arg_extreme,
+        [EP_OP_FAIL] = &ep_kernel_fail,
     };
     return op_id < EP_OP_COUNT ? table[op_id] : 0;
 }

@@ -1,0 +1,46 @@
+"""Sample models as the product sees them (loaded, checked, slimmed), their feeds, and their `.epk` plans."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import onnx
+
+from edgepack import samples
+from edgepack.loader import check_model, load_model
+from edgepack.packager.slim import slim
+from edgepack.runtime.native.lower import lower
+
+TOLERANCE = 1e-4
+"""Max abs diff allowed against `reference`, relative to the output's scale (max(1, max |reference|))."""
+
+
+@cache
+def slimmed(name: str) -> onnx.ModelProto:
+    model = load_model(samples.path(name)).model
+    check_model(model, name)
+    return slim(model)[0]
+
+
+def feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
+    return samples.feeds(name, seed)
+
+
+@cache
+def plan(name: str) -> bytes:
+    return lower(slimmed(name), {k: v.shape for k, v in feeds(name).items()})
+
+
+@cache
+def reference_outputs(name: str, seed: int = 0) -> dict[str, np.ndarray]:
+    from edgepack.runtime.providers import PROVIDERS
+
+    return PROVIDERS["reference"].compile(slimmed(name), {}).run(feeds(name, seed))
+
+
+def relative_error(expected: np.ndarray, actual: np.ndarray) -> float:
+    expected = np.asarray(expected, dtype=np.float64)
+    if expected.size == 0:
+        return 0.0
+    return float(np.abs(expected - np.asarray(actual, dtype=np.float64)).max() / max(1.0, np.abs(expected).max()))

@@ -36,6 +36,9 @@ static int compare_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs,
+               void *plan, size_t plan_len, void **memory);
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: ep_run PLAN.epk OUT_DIR [--repeat N] INPUT.npy...\n");
@@ -43,7 +46,7 @@ int main(int argc, char **argv) {
     }
     int first_input = 3, repeat = 1;
     if (argc > 4 && strcmp(argv[3], "--repeat") == 0) {
-        repeat = atoi(argv[4]);
+        repeat = atoi(argv[4]) > 0 ? atoi(argv[4]) : 1;
         first_input = 5;
     }
     size_t plan_len = 0;
@@ -52,41 +55,56 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ep_run: cannot read %s\n", argv[1]);
         return 2;
     }
+    void *memory = 0;
+    int code = run(argv[2], repeat, argv + first_input, argc - first_input, plan, plan_len, &memory);
+    free(memory);
+    free(plan);
+    return code;
+}
+
+static int load_inputs(ep_session *session, char **input_paths) {
+    for (size_t i = 0; i < ep_input_count(session); i++) {
+        npy_array array;
+        char error[256];
+        ep_tensor_info info;
+        ep_input(session, i, &info);
+        if (npy_read(input_paths[i], &array, error)) {
+            fprintf(stderr, "ep_run: %s\n", error);
+            return 2;
+        }
+        int fits = array.dtype == info.dtype && array.bytes == info.bytes;
+        if (fits) memcpy(info.data, array.data, array.bytes);
+        free(array.data);
+        if (!fits) {
+            fprintf(stderr, "ep_run: input %zu has the wrong dtype or size\n", i);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs,
+               void *plan, size_t plan_len, void **memory) {
     size_t needed = 0;
     ep_status status = ep_required_bytes(plan, plan_len, &needed);
     if (status != EP_OK) {
         fprintf(stderr, "ep_run: %s\n", ep_status_name(status));
         return 3;
     }
-    void *memory = aligned_alloc(64, (needed + 63) / 64 * 64);
+    *memory = aligned_alloc(64, (needed + 63) / 64 * 64);
     ep_session *session = 0;
-    status = ep_open(plan, plan_len, memory, needed, &session);
+    status = ep_open(plan, plan_len, *memory, needed, &session);
     if (status != EP_OK) {
-        fprintf(stderr, "ep_run: %s: %s\n", ep_status_name(status), ep_open_error(memory, needed));
+        fprintf(stderr, "ep_run: %s: %s\n", ep_status_name(status), ep_open_error(*memory, needed));
         return 3;
     }
-    size_t inputs = ep_input_count(session);
-    if ((size_t)(argc - first_input) != inputs) {
-        fprintf(stderr, "ep_run: the plan has %zu inputs, %d given\n", inputs, argc - first_input);
+    if ((size_t)n_inputs != ep_input_count(session)) {
+        fprintf(stderr, "ep_run: the plan has %zu inputs, %d given\n", ep_input_count(session), n_inputs);
         return 2;
     }
-    for (size_t i = 0; i < inputs; i++) {
-        npy_array array;
-        char error[256];
-        ep_tensor_info info;
-        ep_input(session, i, &info);
-        if (npy_read(argv[first_input + (int)i], &array, error)) {
-            fprintf(stderr, "ep_run: %s\n", error);
-            return 2;
-        }
-        if (array.dtype != info.dtype || array.bytes != info.bytes) {
-            fprintf(stderr, "ep_run: input %zu has the wrong dtype or size\n", i);
-            return 2;
-        }
-        memcpy(info.data, array.data, array.bytes);
-        free(array.data);
-    }
-    double *times = calloc((size_t)(repeat > 0 ? repeat : 1), sizeof(double));
+    if (load_inputs(session, input_paths)) return 2;
+    double times[1024];
+    if (repeat > 1024) repeat = 1024;
     for (int r = 0; r < repeat; r++) {
         double start = now_ms();
         status = ep_run(session);
@@ -104,14 +122,11 @@ int main(int argc, char **argv) {
         ep_tensor_info info;
         char path[4096];
         ep_output(session, i, &info);
-        snprintf(path, sizeof path, "%s/%zu.npy", argv[2], i);
+        snprintf(path, sizeof path, "%s/%zu.npy", out_dir, i);
         if (npy_write(path, info.dtype, info.rank, info.dims, info.data, info.bytes)) {
             fprintf(stderr, "ep_run: cannot write %s\n", path);
             return 2;
         }
     }
-    free(times);
-    free(memory);
-    free(plan);
     return 0;
 }

@@ -15,7 +15,7 @@ from onnx.backend.test.loader import load_model_tests
 
 from .node_backend import backend_for, claim_refusal
 
-CONFORMANCE_PROVIDERS = ["reference", "openvino"]
+CONFORMANCE_PROVIDERS = ["reference", "openvino", "cpu"]
 
 
 def _available(provider: str) -> bool:

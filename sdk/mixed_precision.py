@@ -21,7 +21,7 @@ Attempt = Callable[[list[str]], dict[str, Any]]
 def keep_sensitive_in_float(reference: onnx.ModelProto, lowered: QuantizeResult, oracle: Oracle, profile: Profile,
                             attempt: Attempt) -> tuple[list[str], dict[str, Any]]:
     """The nodes kept in fp32 (most sensitive first) and the fidelity of the last attempt."""
-    ranking = rank_nodes(reference, lowered.model, lowered.nodes, oracle.samples[0], profile_runner(profile))
+    ranking = rank_nodes(reference, lowered.model, lowered.nodes, oracle.samples, profile_runner(profile))
     kept: list[str] = []
     fidelity: dict[str, Any] = {"passed": False}
     while not fidelity["passed"] and len(kept) < len(ranking):

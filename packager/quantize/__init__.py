@@ -80,8 +80,12 @@ register_activations = _registrar(ACTIVATION_MODES, "activation")
 def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozenset(), activations: str = "fp32",
              calibration: Calibration | None = None) -> QuantizeResult:
     """`model` with weights stored as `weights` and compute in `activations` (fp32: unchanged), except for the
-    nodes in `keep`. fp16 activations store every weight in fp16 themselves."""
-    result = QuantizeResult(with_node_names(model))
+    nodes in `keep`. fp16 activations store every weight in fp16 themselves; calibrated int8 activations equalize
+    channel ranges first (`equalize.py`)."""
+    named = with_node_names(model)
+    if activations == "int8" and calibration is not None:
+        named = equalize_channels(named, calibration)
+    result = QuantizeResult(named)
     if weights != "fp32" and not (weights == "fp16" and activations == "fp16"):
         result = WEIGHT_MODES[weights](result.model, keep)
     if activations != "fp32":
@@ -131,3 +135,4 @@ def _reads_within(node: onnx.NodeProto) -> Iterator[str]:
 
 
 from . import activations_fp16, activations_int8, weights_fp16, weights_int  # noqa: E402,F401  (registration)
+from .equalize import equalize_channels  # noqa: E402

@@ -14,14 +14,17 @@ FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFL
 
 
 def rank_nodes(reference: onnx.ModelProto, lowered: onnx.ModelProto, candidates: Sequence[str],
-               feeds: dict[str, np.ndarray], run: Run) -> list[str]:
-    """`candidates` (top-level node names of `lowered`), the one adding the most error first."""
+               samples: Sequence[dict[str, np.ndarray]], run: Run) -> list[str]:
+    """`candidates` (top-level node names of `lowered`), the one adding the most error (averaged over `samples`)
+    first."""
     reference_values, lowered_values = float_values(reference), float_values(lowered)
     exposed = {name: info for name, info in reference_values.items() if name in lowered_values}
-    expected = run(with_outputs(reference, exposed), feeds)
-    actual = run(with_outputs(lowered, exposed), feeds)
-    error = {name: _relative_error(expected[name], actual[name]) for name in exposed
-             if name in expected and name in actual}
+    probes = with_outputs(reference, exposed), with_outputs(lowered, exposed)
+    error: dict[str, float] = {}
+    for feeds in samples:
+        expected, actual = (run(probe, feeds) for probe in probes)
+        for name in exposed.keys() & expected.keys() & actual.keys():
+            error[name] = error.get(name, 0.0) + _relative_error(expected[name], actual[name]) / len(samples)
     nodes = {node.name: node for node in lowered.graph.node}
 
     def added_error(name: str) -> float:

@@ -29,6 +29,6 @@ def chain(noise: dict[str, float]) -> onnx.ModelProto:
 def test_the_spoiled_node_ranks_first() -> None:
     feeds = {"x": np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)}
     lowered = chain({"a": 1e-3, "b": 0.3, "c": 1e-3})
-    ranking = rank_nodes(chain({}), lowered, ["a", "b", "c"], feeds, run_onnxruntime)
+    ranking = rank_nodes(chain({}), lowered, ["a", "b", "c"], [feeds], run_onnxruntime)
     assert ranking[0] == "b"
     assert set(ranking) == {"a", "b", "c"}

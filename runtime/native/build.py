@@ -15,7 +15,7 @@ from edgepack.errors import EdgepackError
 
 NATIVE = Path(__file__).parent
 STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
-RELEASE = ["-O3", "-march=native", "-ffp-contract=fast"]
+RELEASE = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-semantic-interposition"]
 SANITIZED = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 
 

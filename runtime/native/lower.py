@@ -18,6 +18,7 @@ from edgepack.errors import EdgepackError
 from . import epk
 from .arena import plan_arena
 from .epk import ARENA, WEIGHT, Op, Plan, Tensor
+from .patterns import rewrite_hard_swish
 
 MAX_BLOCK_COLUMNS = 256
 """Columns per packed block in the C matrix-product engine (EP_GEMM_BLOCK): scratch is sized for it."""
@@ -321,6 +322,7 @@ def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> d
 
 def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None) -> Plan:
     """The plan of `model` at the given input shapes (dims the model leaves symbolic must be given)."""
+    model = rewrite_hard_swish(model, _uses(model.graph))
     lowering = Lowering(model)
     scope: Scope = {}
     inputs = []

@@ -58,9 +58,52 @@ static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, in
 
 #if defined(__GNUC__) || defined(__clang__)
 typedef float ep_v8 __attribute__((vector_size(32)));
+typedef int32_t ep_m8 __attribute__((vector_size(32)));
 
-static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel,
-                         float acc[EP_GEMM_MR][EP_GEMM_NR]) {
+static ep_v8 splat(float x) { return (ep_v8){0} + x; }
+
+static ep_v8 select_where(ep_m8 mask, ep_v8 yes, ep_v8 no) {
+    return (ep_v8)(((ep_m8)yes & mask) | ((ep_m8)no & ~mask));
+}
+
+static ep_v8 clamp(ep_v8 v, float low, float high) {
+    v = select_where(v < splat(low), splat(low), v);
+    return select_where(v > splat(high), splat(high), v);
+}
+
+/* The epilogue on 8 lanes for the activations that need no transcendental; 0 when it does not apply. */
+static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
+    switch (act) {
+    case EP_ACT_NONE: return 1;
+    case EP_ACT_RELU: *v = select_where(*v > splat(0.0f), *v, splat(0.0f)); return 1;
+    case EP_ACT_CLIP: *v = clamp(*v, a, b); return 1;
+    case EP_ACT_HARD_SWISH: *v = *v * clamp(*v * splat(1.0f / 6.0f) + splat(0.5f), 0.0f, 1.0f); return 1;
+    case EP_ACT_HARD_SIGMOID: *v = clamp(*v * splat(a) + splat(b), 0.0f, 1.0f); return 1;
+    case EP_ACT_LEAKY_RELU: *v = select_where(*v < splat(0.0f), *v * splat(a), *v); return 1;
+    }
+    return 0;
+}
+
+static int store_vector(ep_v8 all[EP_GEMM_MR][2], int64_t i0, float *c, int64_t ldc, const ep_epilogue *e) {
+    for (int r = 0; r < EP_GEMM_MR; r++) {
+        float *out = c + (i0 + r) * ldc;
+        ep_v8 bias = splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
+        for (int h = 0; h < 2; h++) {
+            ep_v8 v = all[r][h] * splat(e->alpha) + bias;
+            if (e->accumulate) {
+                ep_v8 old;
+                __builtin_memcpy(&old, out + 8 * h, sizeof old);
+                v += old;
+            }
+            if (!activate_vector(e->act, &v, e->act_a, e->act_b)) return 0;
+            __builtin_memcpy(out + 8 * h, &v, sizeof v);
+        }
+    }
+    return 1;
+}
+
+static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel, int64_t i0,
+                         int64_t rows_left, int64_t cols, float *c, int64_t ldc, const ep_epilogue *e) {
     ep_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
     ep_v8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
     const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3], *r4 = rows[4], *r5 = rows[5];
@@ -70,19 +113,23 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
         __builtin_memcpy(&b1, panel + kk * EP_GEMM_NR + 8, sizeof b1);
         int64_t at = kk * a_col;
         ep_v8 a;
-        a = (ep_v8){0} + r0[at]; c00 += a * b0; c01 += a * b1;
-        a = (ep_v8){0} + r1[at]; c10 += a * b0; c11 += a * b1;
-        a = (ep_v8){0} + r2[at]; c20 += a * b0; c21 += a * b1;
-        a = (ep_v8){0} + r3[at]; c30 += a * b0; c31 += a * b1;
-        a = (ep_v8){0} + r4[at]; c40 += a * b0; c41 += a * b1;
-        a = (ep_v8){0} + r5[at]; c50 += a * b0; c51 += a * b1;
+        a = splat(r0[at]); c00 += a * b0; c01 += a * b1;
+        a = splat(r1[at]); c10 += a * b0; c11 += a * b1;
+        a = splat(r2[at]); c20 += a * b0; c21 += a * b1;
+        a = splat(r3[at]); c30 += a * b0; c31 += a * b1;
+        a = splat(r4[at]); c40 += a * b0; c41 += a * b1;
+        a = splat(r5[at]); c50 += a * b0; c51 += a * b1;
     }
     ep_v8 all[EP_GEMM_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (rows_left == EP_GEMM_MR && cols == EP_GEMM_NR && store_vector(all, i0, c, ldc, e)) return;
+    float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(acc[r], all[r], sizeof all[r]);
+    store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i0, c, ldc, e);
 }
 #else
-static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel,
-                         float acc[EP_GEMM_MR][EP_GEMM_NR]) {
+static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel, int64_t i0,
+                         int64_t rows_left, int64_t cols, float *c, int64_t ldc, const ep_epilogue *e) {
+    float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;
     for (int64_t kk = 0; kk < k; kk++)
@@ -90,12 +137,12 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
             float a = rows[r][kk * a_col];
             for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * panel[kk * EP_GEMM_NR + j];
         }
+    store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i0, c, ldc, e);
 }
 #endif
 
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
-    float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
         int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
         const float *panel = packed + p * k;
@@ -103,8 +150,7 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
             int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
             const float *rows[EP_GEMM_MR];
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-            micro_kernel(k, rows, a_col, panel, acc);
-            store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i, c + p, ldc, epilogue);
+            micro_kernel(k, rows, a_col, panel, i, rows_left, cols, c + p, ldc, epilogue);
         }
     }
 }

@@ -1,0 +1,65 @@
+"""Graph rewrites the lowering applies before emitting ops, so that more work lands in fused kernels:
+x * clip(x + 3, 0, 6) / 6 becomes one HardSwish (which then folds into the Conv before it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def _scalar(name: str, constants: dict[str, np.ndarray]) -> float | None:
+    value = constants.get(name)
+    return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+
+
+def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    found = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return found
+
+
+def _clip_bounds(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> tuple[float | None, float | None]:
+    if len(node.input) >= 3:
+        return _scalar(node.input[1], constants), _scalar(node.input[2], constants)
+    bounds = {a.name: a.f for a in node.attribute}
+    return bounds.get("min"), bounds.get("max")
+
+
+def rewrite_hard_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProto:
+    """A copy of `model` with the top-level x * clip(x + 3, 0, 6) / 6 chains as HardSwish nodes. The copy is for
+    the lowering only (HardSwish may be newer than the model's opset): it is never saved."""
+    graph = model.graph
+    constants = _constants(graph)
+    producer = {out: node for node in graph.node for out in node.output}
+    outputs = {o.name for o in graph.output}
+    replaced: dict[int, onnx.NodeProto] = {}
+    dropped: set[int] = set()
+    for div in graph.node:
+        if div.op_type != "Div" or _scalar(div.input[1], constants) != 6.0:
+            continue
+        mul = producer.get(div.input[0])
+        if mul is None or mul.op_type != "Mul" or uses.get(mul.output[0]) != 1 or mul.output[0] in outputs:
+            continue
+        for x_name, clip_name in (mul.input[0], mul.input[1]), (mul.input[1], mul.input[0]):
+            clip = producer.get(clip_name)
+            if clip is None or clip.op_type != "Clip" or _clip_bounds(clip, constants) != (0.0, 6.0):
+                continue
+            add = producer.get(clip.input[0])
+            if add is None or add.op_type != "Add" or uses.get(clip.output[0]) != 1 or uses.get(add.output[0]) != 1:
+                continue
+            if sorted([_scalar(n, constants) is not None and _scalar(n, constants) == 3.0 for n in add.input]) != \
+                    [False, True] or x_name not in add.input:
+                continue
+            replaced[id(div)] = onnx.helper.make_node("HardSwish", [x_name], [div.output[0]], name=div.name)
+            dropped |= {id(mul), id(clip), id(add)}
+            break
+    if not replaced:
+        return model
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    del rewritten.graph.node[:]
+    rewritten.graph.node.extend(replaced.get(id(n), n) for n in graph.node if id(n) not in dropped)
+    return rewritten

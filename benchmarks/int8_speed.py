@@ -18,13 +18,14 @@ activations="int8"): MatMul/Gemm only, Conv stays float) and `weight_only` (quan
 to an op class when quantize changes it that way (static: a QuantizeLinear, dynamic: a MatMulInteger,
 weight_only: a DequantizeLinear); one that does not apply is not measured.
 
-Runtimes: onnxruntime (CPU, 1 intra- and 1 inter-op thread, ORT_ENABLE_ALL) and OpenVINO (ONNX read from bytes,
-compiled for the CPU with f32 inference precision, 1 thread, LATENCY hint). Per (runtime, op class) the variants
-are timed in 11 (--blocks) blocks of N calls that rotate over the variants, the order shifted every block; N gives
-a block about --block-ms. Each block runs a fresh session / compiled model, first called --warmup times untimed
-(two instances of one model can differ by a third in speed for their whole life on this machine). A variant's
-latency is the median of its block medians; the ratio is int8 / fp32, below 1 means the int8 form is faster. The
-range of per-block ratios shows the noise.
+Runtimes: onnxruntime (CPU, 1 intra- and 1 inter-op thread, ORT_ENABLE_ALL, plus the session settings the generic
+bundle records: `session.disable_quant_qdq` for weight_only, so that its DequantizeLinear folds at load) and
+OpenVINO (ONNX read from bytes, compiled for the CPU with f32 inference precision, 1 thread, LATENCY hint). Per
+(runtime, op class) the variants are timed in 11 (--blocks) blocks of N calls that rotate over the variants, the
+order shifted every block; N gives a block about --block-ms. Each block runs a fresh session / compiled model, first
+called --warmup times untimed (two instances of one model can differ by a third in speed for their whole life on
+this machine). A variant's latency is the median of its block medians; the ratio is int8 / fp32, below 1 means the
+int8 form is faster. The range of per-block ratios shows the noise.
 "ran as" names what executed: onnxruntime's op types after its graph optimizations (`optimized_model_filepath`),
 OpenVINO's compiled layers with their runtime precision (Input, Output, Const, Reorder, Reshape left out).
 
@@ -54,6 +55,7 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack.packager.quantize import Calibration, quantize
+from edgepack.targets.generic import onnxruntime_session_config
 
 Feeds = dict[str, np.ndarray]
 Call = Callable[[], object]
@@ -156,7 +158,10 @@ def serialized(model: onnx.ModelProto) -> bytes:
 
 
 def ort_session(model: bytes, optimized: Path | None = None) -> ort.InferenceSession:
+    """A 1-thread session with the settings edgepack's generic bundle records for the model."""
     options = ort.SessionOptions()
+    for key, value in onnxruntime_session_config(onnx.load_from_string(model)).items():
+        options.add_session_config_entry(key, value)
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -314,7 +319,8 @@ def toml_text(results: dict[str, dict[str, dict[str, tuple[float, float, float]]
         "# A ratio is the int8 form's median latency over the fp32 model's, same runtime and input, medians of",
         f"# {blocks} interleaved blocks: below 1 the int8 form is faster, above 1 slower.",
         "# static: calibrated uint8 QDQ around Conv/MatMul/Gemm; dynamic: DynamicQuantizeLinear + MatMulInteger",
-        "# (MatMul/Gemm only); weight_only: int8 weights per output channel, fp32 compute.",
+        "# (MatMul/Gemm only); weight_only: int8 weights per output channel, fp32 compute (onnxruntime with",
+        "# session.disable_quant_qdq = 1, as the generic bundle's manifest asks).",
         "# A form that does not apply to the op class, or that the runtime failed to compile, has no key.",
         "# Op classes are single-op models at edge sizes: Conv 3x3 64->64 56x56 + Relu, DepthwiseConv 3x3 C=96",
         "# 56x56, PointwiseConv 1x1 96->192 28x28, MatMul [1,128,384]x[384,1536], Gemm [1,1280]x[1280,1000];",

@@ -59,6 +59,7 @@ from edgepack.loader import check_model, load_model
 from edgepack.packager.quantize import Calibration, quantize
 from edgepack.packager.slim import slim
 from edgepack.samples.tiny import tiny_transformer
+from edgepack.targets.generic import onnxruntime_session_config
 from edgepack.verify import compare
 
 Feeds = dict[str, np.ndarray]
@@ -98,7 +99,10 @@ def serialized(model: onnx.ModelProto) -> bytes:
 
 
 def session(model: bytes) -> ort.InferenceSession:
+    """A 1-thread session with the settings edgepack's generic bundle records for the model."""
     options = ort.SessionOptions()
+    for key, value in onnxruntime_session_config(onnx.load_from_string(model)).items():
+        options.add_session_config_entry(key, value)
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -35,7 +35,9 @@ class Profile:
     peak_memory_mb: float | None = None
     min_cosine: float = 0.999
     min_cosine_int8: float = 0.99
-    """The cosine asked of builds with int8 activations, whose integer compute is coarser than any float."""
+    """The cosine asked of builds with int8 weights or activations, coarser than any float."""
+    min_cosine_int4: float = 0.9
+    """The cosine asked of builds with int4 weights."""
     max_abs_diff: float | None = None
     source: str = ""
     """Where the profile was read from: `builtin:NAME` or a file path."""
@@ -51,13 +53,17 @@ class Profile:
             "shapes": {"inputs": {k: list(v) for k, v in self.input_shapes.items()}, "dims": dict(self.dims)},
             "budgets": {"bundle_mb": self.bundle_mb, "peak_memory_mb": self.peak_memory_mb},
             "fidelity": {"min_cosine": self.min_cosine, "min_cosine_int8": self.min_cosine_int8,
-                         "max_abs_diff": self.max_abs_diff},
+                         "min_cosine_int4": self.min_cosine_int4, "max_abs_diff": self.max_abs_diff},
         }
 
     @property
     def required_cosine(self) -> float:
-        """The least cosine a build of this precision must reach."""
-        return self.min_cosine_int8 if self.activations == "int8" else self.min_cosine
+        """The least cosine a build of this precision must reach: the key of its coarsest number format."""
+        if self.weights == "int4":
+            return self.min_cosine_int4
+        if "int8" in (self.weights, self.activations):
+            return self.min_cosine_int8
+        return self.min_cosine
 
 
 # The schema: table -> key -> (checker, description of allowed values).
@@ -111,6 +117,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
     "budgets": {"bundle_mb": (_positive, "a positive number"), "peak_memory_mb": (_positive, "a positive number")},
     "fidelity": {"min_cosine": (_fraction, "a number from 0 to 1"),
                  "min_cosine_int8": (_fraction, "a number from 0 to 1"),
+                 "min_cosine_int4": (_fraction, "a number from 0 to 1"),
                  "max_abs_diff": (_positive, "a positive number")},
 }
 REQUIRED = ("name", "target", "providers")
@@ -185,6 +192,7 @@ def _validate(data: dict[str, Any], source: str) -> Profile:
         peak_memory_mb=flat.get("budgets.peak_memory_mb"),
         min_cosine=flat.get("fidelity.min_cosine", 0.999),
         min_cosine_int8=flat.get("fidelity.min_cosine_int8", 0.99),
+        min_cosine_int4=flat.get("fidelity.min_cosine_int4", 0.9),
         max_abs_diff=flat.get("fidelity.max_abs_diff"),
         source=source,
     )

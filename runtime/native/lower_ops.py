@@ -525,7 +525,7 @@ def emit_resize(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
         scales = np.array(out.shape, dtype=np.float64) / np.maximum(np.array(shape, dtype=np.float64), 1)
     params = [int(mode == "linear"), COORDINATES[transform], NEAREST[attrs.get("nearest_mode", "round_prefer_floor")],
               *[F32(float(s)) for s in scales]]
-    lw.emit("Resize", [x], [out], params)
+    lw.emit("Resize", [x], [out], params, 3 * 4 * out.shape[-1])
     return [out]
 
 

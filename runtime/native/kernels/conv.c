@@ -93,6 +93,20 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
+/* One row (c, ky, kx) of a 16-column panel whose columns lie in one output row, fully inside the input: a strided
+   copy. Returns 0 when the panel needs the bounds-checked path. */
+static int copy_inside(float *dst, const float *plane, const conv_shape *s, int64_t oy, int64_t ox, int64_t ky,
+                       int64_t kx) {
+    int64_t iy = oy * s->sh - s->pt + ky * s->dh, ix = ox * s->sw - s->pl + kx * s->dw;
+    if (iy < 0 || iy >= s->h || ix < 0 || ix + (EP_GEMM_NR - 1) * s->sw >= s->w) return 0;
+    const float *src = plane + iy * s->w + ix;
+    if (s->sw == 1)
+        for (int j = 0; j < EP_GEMM_NR; j++) dst[j] = src[j];
+    else
+        for (int j = 0; j < EP_GEMM_NR; j++) dst[j] = src[j * s->sw];
+    return 1;
+}
+
 /* im2col for one block of output columns, written straight into 16-column panels. */
 static void pack_im2col(float *packed, const float *x, const conv_shape *s, int64_t n0, int64_t nb) {
     int64_t k = s->cg * s->kh * s->kw;
@@ -104,6 +118,8 @@ static void pack_im2col(float *packed, const float *x, const conv_shape *s, int6
             base_y[j] = (col / s->ow) * s->sh - s->pt;
             base_x[j] = (col % s->ow) * s->sw - s->pl;
         }
+        int64_t first = n0 + p, oy = first / s->ow, ox = first % s->ow;
+        int one_row = cols == EP_GEMM_NR && ox + EP_GEMM_NR <= s->ow;
         float *panel = packed + p * k;
         int64_t kk = 0;
         for (int64_t c = 0; c < s->cg; c++) {
@@ -111,6 +127,7 @@ static void pack_im2col(float *packed, const float *x, const conv_shape *s, int6
             for (int64_t ky = 0; ky < s->kh; ky++) {
                 for (int64_t kx = 0; kx < s->kw; kx++, kk++) {
                     float *dst = panel + kk * EP_GEMM_NR;
+                    if (one_row && copy_inside(dst, plane, s, oy, ox, ky, kx)) continue;
                     int64_t j = 0;
                     for (; j < cols; j++) {
                         int64_t iy = base_y[j] + ky * s->dh, ix = base_x[j] + kx * s->dw;

@@ -5,6 +5,13 @@
 
 #define MAX_LINEAR_AXES 3
 
+/* NCHW resized over H and W only: the fast path, with a column table in scratch. */
+static int is_planar(const ep_node *n) {
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    return x->rank == 4 && x->dims[0] == y->dims[0] && x->dims[1] == y->dims[1] && ep_param_f32(n, 3) == 1.0f &&
+           ep_param_f32(n, 4) == 1.0f;
+}
+
 static ep_status check_resize(const ep_node *n, size_t *scratch, char *error) {
     (void)scratch;
     ep_status status = ep_expect(n, 1, 1, 1, error);
@@ -22,6 +29,7 @@ static ep_status check_resize(const ep_node *n, size_t *scratch, char *error) {
         changed += x->dims[d] != y->dims[d] || scale != 1.0f;
     }
     if (p[0] == 1 && changed > MAX_LINEAR_AXES) return ep_fail(error, n, ": linear over more than 3 axes");
+    if (is_planar(n)) *scratch = (size_t)y->dims[3] * 3 * sizeof(float);
     return EP_OK;
 }
 
@@ -47,9 +55,60 @@ static int64_t nearest_index(int32_t mode, float x, int64_t len) {
     return i < 0 ? 0 : (i >= len ? len - 1 : i);
 }
 
-static ep_status run_resize(const ep_node *n, const ep_context *c) {
-    (void)c;
+static void source_span(const ep_node *n, int32_t axis, int64_t o, int64_t *i0, int64_t *i1, float *w) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
+    float s = source_coordinate(n->params[1], o, x->dims[axis], y->dims[axis], ep_param_f32(n, 3 + (uint32_t)axis));
+    if (n->params[0] == 0) {
+        *i0 = *i1 = nearest_index(n->params[2], s, x->dims[axis]);
+        *w = 0.0f;
+        return;
+    }
+    float limit = (float)(x->dims[axis] - 1);
+    s = s < 0.0f ? 0.0f : (s > limit ? limit : s);
+    *i0 = (int64_t)ep_floorf(s);
+    *i1 = *i0 + 1 < x->dims[axis] ? *i0 + 1 : *i0;
+    *w = s - (float)*i0;
+}
+
+static void run_planar(const ep_node *n, const ep_context *c) {
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int64_t h = x->dims[2], w = x->dims[3], oh = y->dims[2], ow = y->dims[3], planes = x->dims[0] * x->dims[1];
+    int32_t *x0 = (int32_t *)(void *)c->scratch, *x1 = x0 + ow;
+    float *wx = c->scratch + 2 * ow;
+    for (int64_t ox = 0; ox < ow; ox++) {
+        int64_t a, b;
+        source_span(n, 3, ox, &a, &b, &wx[ox]);
+        x0[ox] = (int32_t)a;
+        x1[ox] = (int32_t)b;
+    }
+    for (int64_t q = 0; q < planes; q++) {
+        const float *in = (const float *)x->data + q * h * w;
+        float *out = (float *)y->data + q * oh * ow;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t y0, y1;
+            float wy;
+            source_span(n, 2, oy, &y0, &y1, &wy);
+            const float *r0 = in + y0 * w, *r1 = in + y1 * w;
+            float *row = out + oy * ow;
+            if (n->params[0] == 0) {
+                for (int64_t ox = 0; ox < ow; ox++) row[ox] = r0[x0[ox]];
+            } else {
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    float top = r0[x0[ox]] + wx[ox] * (r0[x1[ox]] - r0[x0[ox]]);
+                    float bottom = r1[x0[ox]] + wx[ox] * (r1[x1[ox]] - r1[x0[ox]]);
+                    row[ox] = top + wy * (bottom - top);
+                }
+            }
+        }
+    }
+}
+
+static ep_status run_resize(const ep_node *n, const ep_context *c) {
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    if (is_planar(n) && x->count && y->count) {
+        run_planar(n, c);
+        return EP_OK;
+    }
     const int32_t *p = n->params;
     int32_t rank = x->rank;
     int64_t strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;

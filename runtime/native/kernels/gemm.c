@@ -60,15 +60,13 @@ static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, in
 typedef float ep_v8 __attribute__((vector_size(32)));
 typedef int32_t ep_m8 __attribute__((vector_size(32)));
 
-static ep_v8 splat(float x) { return (ep_v8){0} + x; }
+/* Macros, not functions: passing vectors by value would tie the code to one vector ABI. */
+#define splat(x) ((ep_v8){0} + (float)(x))
+#define select_where(mask, yes, no) ((ep_v8)(((ep_m8)(yes) & (mask)) | ((ep_m8)(no) & ~(mask))))
 
-static ep_v8 select_where(ep_m8 mask, ep_v8 yes, ep_v8 no) {
-    return (ep_v8)(((ep_m8)yes & mask) | ((ep_m8)no & ~mask));
-}
-
-static ep_v8 clamp(ep_v8 v, float low, float high) {
-    v = select_where(v < splat(low), splat(low), v);
-    return select_where(v > splat(high), splat(high), v);
+static void clamp(ep_v8 *v, float low, float high) {
+    *v = select_where(*v < splat(low), splat(low), *v);
+    *v = select_where(*v > splat(high), splat(high), *v);
 }
 
 /* The epilogue on 8 lanes for the activations that need no transcendental; 0 when it does not apply. */
@@ -76,9 +74,17 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     switch (act) {
     case EP_ACT_NONE: return 1;
     case EP_ACT_RELU: *v = select_where(*v > splat(0.0f), *v, splat(0.0f)); return 1;
-    case EP_ACT_CLIP: *v = clamp(*v, a, b); return 1;
-    case EP_ACT_HARD_SWISH: *v = *v * clamp(*v * splat(1.0f / 6.0f) + splat(0.5f), 0.0f, 1.0f); return 1;
-    case EP_ACT_HARD_SIGMOID: *v = clamp(*v * splat(a) + splat(b), 0.0f, 1.0f); return 1;
+    case EP_ACT_CLIP: clamp(v, a, b); return 1;
+    case EP_ACT_HARD_SWISH: {
+        ep_v8 gate = *v * splat(1.0f / 6.0f) + splat(0.5f);
+        clamp(&gate, 0.0f, 1.0f);
+        *v = *v * gate;
+        return 1;
+    }
+    case EP_ACT_HARD_SIGMOID:
+        *v = *v * splat(a) + splat(b);
+        clamp(v, 0.0f, 1.0f);
+        return 1;
     case EP_ACT_LEAKY_RELU: *v = select_where(*v < splat(0.0f), *v * splat(a), *v); return 1;
     }
     return 0;

@@ -23,6 +23,8 @@ from .patterns import rewrite_hard_swish
 MAX_BLOCK_COLUMNS = 256
 """Columns per packed block in the C matrix-product engine (EP_GEMM_BLOCK): scratch is sized for it."""
 MAX_SCRATCH_BYTES = 16 << 20
+PANEL_COLUMNS = 32
+"""The widest packed panel of any build (AVX-512: two 16-lane vectors): every product needs one at least."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,8 @@ class Lowering:
     @staticmethod
     def gemm_scratch(k: int, n: int) -> int:
         """Scratch for a product with `k` packed rows and `n` columns: one block of packed columns."""
-        columns = max(16, min(MAX_BLOCK_COLUMNS, (n + 15) // 16 * 16))
-        return max(k * 16 * 4, min(k * columns * 4, MAX_SCRATCH_BYTES))
+        columns = max(PANEL_COLUMNS, min(MAX_BLOCK_COLUMNS, (n + 31) // 32 * 32))
+        return max(k * PANEL_COLUMNS * 4, min(k * columns * 4, MAX_SCRATCH_BYTES))
 
     # shapes
 

@@ -34,7 +34,7 @@ void ep_broadcast_plan(ep_broadcast *b, const ep_tensor *out, const ep_tensor *c
         if (out->dims[i] == 1) continue;
         int merge = b->rank > 0;
         for (int32_t k = 0; k < n_inputs && merge; k++)
-            merge = strides[k][b->rank - 1] == strides[k][i] * out->dims[i];
+            merge = b->strides[k][b->rank - 1] == strides[k][i] * out->dims[i];
         if (merge) {
             b->dims[b->rank - 1] *= out->dims[i];
             for (int32_t k = 0; k < n_inputs; k++) b->strides[k][b->rank - 1] = strides[k][i];

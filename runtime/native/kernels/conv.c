@@ -93,7 +93,7 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
-/* One row (c, ky, kx) of a 16-column panel whose columns lie in one output row, fully inside the input: a strided
+/* One row (c, ky, kx) of a panel whose columns lie in one output row, fully inside the input: a strided
    copy. Returns 0 when the panel needs the bounds-checked path. */
 static int copy_inside(float *dst, const float *plane, const conv_shape *s, int64_t oy, int64_t ox, int64_t ky,
                        int64_t kx) {
@@ -107,7 +107,7 @@ static int copy_inside(float *dst, const float *plane, const conv_shape *s, int6
     return 1;
 }
 
-/* im2col for one block of output columns, written straight into 16-column panels. */
+/* im2col for one block of output columns, written straight into packed panels. */
 static void pack_im2col(float *packed, const float *x, const conv_shape *s, int64_t n0, int64_t nb) {
     int64_t k = s->cg * s->kh * s->kw;
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {

@@ -57,8 +57,8 @@ static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, in
 }
 
 #if defined(__GNUC__) || defined(__clang__)
-typedef float ep_v8 __attribute__((vector_size(32)));
-typedef int32_t ep_m8 __attribute__((vector_size(32)));
+typedef float ep_v8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
+typedef int32_t ep_m8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
 
 /* Macros, not functions: passing vectors by value would tie the code to one vector ABI. */
 #define splat(x) ((ep_v8){0} + (float)(x))
@@ -98,11 +98,11 @@ static int store_vector(ep_v8 all[EP_GEMM_MR][2], int64_t i0, float *c, int64_t 
             ep_v8 v = all[r][h] * splat(e->alpha) + bias;
             if (e->accumulate) {
                 ep_v8 old;
-                __builtin_memcpy(&old, out + 8 * h, sizeof old);
+                __builtin_memcpy(&old, out + EP_GEMM_LANES * h, sizeof old);
                 v += old;
             }
             if (!activate_vector(e->act, &v, e->act_a, e->act_b)) return 0;
-            __builtin_memcpy(out + 8 * h, &v, sizeof v);
+            __builtin_memcpy(out + EP_GEMM_LANES * h, &v, sizeof v);
         }
     }
     return 1;
@@ -116,7 +116,7 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
     for (int64_t kk = 0; kk < k; kk++) {
         ep_v8 b0, b1;
         __builtin_memcpy(&b0, panel + kk * EP_GEMM_NR, sizeof b0);
-        __builtin_memcpy(&b1, panel + kk * EP_GEMM_NR + 8, sizeof b1);
+        __builtin_memcpy(&b1, panel + kk * EP_GEMM_NR + EP_GEMM_LANES, sizeof b1);
         int64_t at = kk * a_col;
         ep_v8 a;
         a = splat(r0[at]); c00 += a * b0; c01 += a * b1;

@@ -1,11 +1,16 @@
-/* The matrix-product engine under Conv, ConvTranspose, MatMul and Gemm: B packed in 16-column panels, a 6x16
-   register-blocked micro-kernel (vector extensions map it to AVX2/FMA, NEON or SIMD128; scalar otherwise). */
+/* The matrix-product engine under Conv, ConvTranspose, MatMul and Gemm: B packed in panels of two vectors' width, a 6-row
+   register-blocked micro-kernel (vector extensions map it to AVX-512, AVX2/FMA, NEON or SIMD128; scalar otherwise). */
 #ifndef EP_GEMM_H
 #define EP_GEMM_H
 
 #include "../ep_internal.h"
 
-#define EP_GEMM_NR 16
+#if defined(__AVX512F__)
+#define EP_GEMM_LANES 16
+#else
+#define EP_GEMM_LANES 8
+#endif
+#define EP_GEMM_NR (2 * EP_GEMM_LANES)
 #define EP_GEMM_MR 6
 #define EP_GEMM_BLOCK 256
 

@@ -97,11 +97,28 @@ void *ep_memcpy(void *dst, const void *src, size_t n);
 void *ep_memmove(void *dst, const void *src, size_t n);
 void *ep_memset(void *dst, int value, size_t n);
 
-/* Math without libm (math.c). */
-float ep_expf(float x);
+/* Math without libm (math.c, and exp inline here so elementwise loops vectorize). */
+
+/* exp in float: k = round(x / ln 2), r = x - k ln 2 in two parts, a degree-7 Taylor polynomial on |r| <= ln2 / 2,
+   then 2^k from the exponent bits (in two steps, so results near the subnormal range stay right); about 2 ulp. */
+static inline float ep_expf(float x) {
+    if (!(x < 88.8f)) return x != x ? x : 3.4028235e38f * 10.0f;
+    if (x < -103.9f) return 0.0f;
+    float kf = x * 1.44269504f;
+    kf = kf < 0.0f ? (float)(int32_t)(kf - 0.5f) : (float)(int32_t)(kf + 0.5f);
+    float r = (x - kf * 0.693145752f) - kf * 1.42860677e-6f;
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f +
+              r * (1.3888889e-3f + r * 1.9841270e-4f))))));
+    int32_t k = (int32_t)kf, half = k / 2;
+    union { uint32_t u; float f; } a, b;
+    a.u = (uint32_t)(half + 127) << 23;
+    b.u = (uint32_t)(k - half + 127) << 23;
+    return p * a.f * b.f;
+}
+
 float ep_logf(float x);
 float ep_tanhf(float x);
-float ep_sigmoidf(float x);
+static inline float ep_sigmoidf(float x) { return 1.0f / (1.0f + ep_expf(-x)); }
 float ep_erff(float x);
 float ep_powf(float x, float y);
 float ep_sqrtf(float x);

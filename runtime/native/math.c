@@ -77,11 +77,7 @@ static double log_d(float x) {
     return 2.0 * f * series + exponent * EP_LN2;
 }
 
-float ep_expf(float x) { return (float)exp_d((double)x); }
-
 float ep_logf(float x) { return (float)log_d(x); }
-
-float ep_sigmoidf(float x) { return (float)(1.0 / (1.0 + exp_d(-(double)x))); }
 
 float ep_tanhf(float x) {
     if (x != x) return x;

@@ -164,8 +164,7 @@ static void depthwise(const conv_shape *s, const float *x, const float *w, float
                 }
             }
         }
-        if (s->act != EP_ACT_NONE)
-            for (int64_t ox = 0; ox < s->ow; ox++) row[ox] = ep_activate(s->act, row[ox], s->act_a, s->act_b);
+        ep_activate_row(s->act, row, s->ow, s->act_a, s->act_b);
     }
 }
 
@@ -249,10 +248,7 @@ static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
                 scatter_columns(&s, cols, rows, n0, nb, y + (b * s.m + g * s.mg) * ohw);
             }
         }
-        if (s.act != EP_ACT_NONE) {
-            float *out = y + b * s.m * ohw;
-            for (int64_t i = 0; i < s.m * ohw; i++) out[i] = ep_activate(s.act, out[i], s.act_a, s.act_b);
-        }
+        ep_activate_row(s.act, y + b * s.m * ohw, s.m * ohw, s.act_a, s.act_b);
     }
     return EP_OK;
 }

@@ -235,6 +235,12 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
     case U_CLIP:
         for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
         break;
+    case U_SIGMOID:
+        for (int64_t i = 0; i < count; i++) y[i] = ep_sigmoidf(x[i]);
+        break;
+    case U_EXP:
+        for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
+        break;
     default:
         for (int64_t i = 0; i < count; i++) y[i] = unary_f32(kind, x[i], a, b);
     }

@@ -19,6 +19,35 @@ float ep_activate(int32_t act, float x, float a, float b) {
     return x;
 }
 
+void ep_activate_row(int32_t act, float *x, int64_t n, float a, float b) {
+    switch (act) {
+    case EP_ACT_NONE: return;
+    case EP_ACT_RELU:
+        for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        return;
+    case EP_ACT_CLIP:
+        for (int64_t i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+        return;
+    case EP_ACT_HARD_SWISH:
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i] / 6.0f + 0.5f;
+            x[i] *= v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+        }
+        return;
+    case EP_ACT_HARD_SIGMOID:
+        for (int64_t i = 0; i < n; i++) {
+            float v = a * x[i] + b;
+            x[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+        }
+        return;
+    case EP_ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++) x[i] = ep_sigmoidf(x[i]);
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++) x[i] = ep_activate(act, x[i], a, b);
+    }
+}
+
 int64_t ep_gemm_block_columns(int64_t k, size_t scratch_floats) {
     if (k <= 0) return EP_GEMM_BLOCK;
     int64_t fit = (int64_t)(scratch_floats / (size_t)k) / EP_GEMM_NR * EP_GEMM_NR;

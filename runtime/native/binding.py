@@ -96,5 +96,6 @@ class NativeSession:
             view[...] = feeds[name]
         status = self.lib.ep_run(self.handle)
         if status:
-            raise NativeError(status, self.lib.ep_error(self.handle).decode(errors="replace"), "running the plan failed")
+            message = self.lib.ep_error(self.handle).decode(errors="replace")
+            raise NativeError(status, message, "running the plan failed")
         return {name: view.copy() for name, view in self.outputs}

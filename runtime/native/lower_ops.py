@@ -11,7 +11,7 @@ import onnx
 
 from edgepack.errors import EdgepackError
 
-from .epk import ACTIVATIONS, BINARY, REDUCE, UNARY, F32
+from .epk import ACTIVATIONS, BINARY, F32, REDUCE, UNARY
 from .lower import Lowering, Runtime, Value, attributes
 
 Emitter = Callable[[Lowering, onnx.NodeProto, list[Any]], list[Any]]

@@ -12,7 +12,7 @@ import onnx
 from edgepack.errors import EdgepackError
 
 from .epk import ACTIVATIONS, BINARY, F32, REDUCE, UNARY
-from .lower import Lowering, Runtime, Value, attributes
+from .lower import PANEL_COLUMNS, Lowering, Runtime, Value, attributes
 
 Emitter = Callable[[Lowering, onnx.NodeProto, list[Any]], list[Any]]
 EMITTERS: dict[str, Emitter] = {}
@@ -238,7 +238,9 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     k = shape_of(x)[1] // group * int(np.prod(kernel))
     n = int(np.prod(out.shape[2:]))
     depthwise = shape_of(x)[1] == group and out.shape[1] == group
-    lw.emit("Conv", [x, w, bias], [out], params, 0 if depthwise else lw.gemm_scratch(k, n))
+    narrow = n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
+    scratch = 0 if depthwise else lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0)
+    lw.emit("Conv", [x, w, bias], [out], params, scratch)
     return [out]
 
 

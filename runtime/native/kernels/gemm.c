@@ -176,6 +176,28 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
 }
 #endif
 
+void ep_gemm_packed_transposed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+                               const float *packed, float *c, int64_t ldc, const ep_epilogue *e) {
+    for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
+        int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
+        const float *panel = packed + p * k;
+        for (int64_t i = 0; i < m; i++) {
+            float acc[EP_GEMM_NR] = {0};
+            const float *row = a + i * a_row;
+            for (int64_t kk = 0; kk < k; kk++) {
+                float v = row[kk * a_col];
+                for (int j = 0; j < EP_GEMM_NR; j++) acc[j] += v * panel[kk * EP_GEMM_NR + j];
+            }
+            for (int64_t j = 0; j < cols; j++) {
+                float *out = c + (p + j) * ldc + i;
+                float v = e->alpha * acc[j] + (e->row_bias ? e->row_bias[p + j] : 0.0f);
+                if (e->accumulate) v += *out;
+                *out = ep_activate(e->act, v, e->act_a, e->act_b);
+            }
+        }
+    }
+}
+
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {

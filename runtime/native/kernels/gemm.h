@@ -40,4 +40,9 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
 
+/* The same product with C written transposed (element (i, j) at c[j * ldc + i]) and the bias per column: for
+   products with few rows of output, computed as the transpose so panels are full. */
+void ep_gemm_packed_transposed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+                               const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
+
 #endif

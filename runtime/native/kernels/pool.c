@@ -39,6 +39,19 @@ static ep_status check_pool(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
+/* One window per plane, no padding: a plain reduction of each plane. */
+static void global_pool(int is_max, const float *in, float *out, int64_t planes, int64_t size) {
+    for (int64_t q = 0; q < planes; q++) {
+        const float *plane = in + q * size;
+        float acc = is_max ? plane[0] : 0.0f;
+        if (is_max)
+            for (int64_t i = 1; i < size; i++) acc = (plane[i] > acc || plane[i] != plane[i]) ? plane[i] : acc;
+        else
+            for (int64_t i = 0; i < size; i++) acc += plane[i];
+        out[q] = is_max ? acc : acc / (float)size;
+    }
+}
+
 static ep_status run_pool(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0], *y = n->out[0];
@@ -48,6 +61,11 @@ static ep_status run_pool(const ep_node *n, const ep_context *c) {
     plane_dims(y, &oh, &ow);
     int64_t planes = x->dims[0] * x->dims[1];
     int is_max = p[K_KIND] == 0;
+    if (oh == 1 && ow == 1 && p[K_KH] == h && p[K_KW] == w && h * w > 0 && !p[K_PT] && !p[K_PL] && !p[K_PB] &&
+        !p[K_PR] && p[K_DH] == 1 && p[K_DW] == 1) {
+        global_pool(is_max, (const float *)x->data, (float *)y->data, planes, h * w);
+        return EP_OK;
+    }
     for (int64_t q = 0; q < planes; q++) {
         const float *in = (const float *)x->data + q * h * w;
         float *out = (float *)y->data + q * oh * ow;

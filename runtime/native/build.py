@@ -47,9 +47,10 @@ def _key(files: list[Path], flags: list[str], cc: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: list[str]) -> Path:
+def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: list[str], cc: str | None = None
+          ) -> Path:
     """Compiles the core (plus `extra_sources`) once into `cache_root()/name-<hash>`, atomically."""
-    cc = compiler()
+    cc = cc or compiler()
     files = sources() + extra_sources
     all_flags = [*STRICT, *flags, *output_flags]
     target = cache_root() / f"{name}-{_key(files, all_flags, cc)}"
@@ -78,6 +79,19 @@ def runner(sanitized: bool = False) -> Path:
     flags = SANITIZED if sanitized else RELEASE
     return build("ep_run-asan" if sanitized else "ep_run", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
                  flags, [])
+
+
+AARCH64_CC = "aarch64-linux-gnu-gcc"
+AARCH64 = ["-O3", "-ffp-contract=fast", "-static"]
+
+
+def aarch64_runner() -> Path:
+    """`ep_run` cross-compiled for ARM64 (NEON through the vector extensions), static, to run under qemu-aarch64."""
+    if not shutil.which(AARCH64_CC):
+        raise EdgepackError("no aarch64 cross compiler to build the neon runtime core",
+                            fix="apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user")
+    return build("ep_run-aarch64", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], AARCH64, [],
+                 cc=AARCH64_CC)
 
 
 def fuzzer() -> Path:

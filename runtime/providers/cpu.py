@@ -5,39 +5,17 @@ from __future__ import annotations
 
 import shutil
 
-import numpy as np
 import onnx
 
 from ..capability import Capability
 from ..native.binding import NativeSession
-from ..native.lower import lower
+from ..native.partition import PlannedPartition
 from . import Options, Provider, register
 from .cpu_claims import CLAIMS
 
-Signature = tuple[tuple[str, str, tuple[int, ...]], ...]
 
-
-class CpuPartition:
-    def __init__(self, model: onnx.ModelProto) -> None:
-        self.model = model
-        self.output_names = [o.name for o in model.graph.output]
-        self.sessions: dict[Signature, NativeSession] = {}
-
-    def session_for(self, feeds: dict[str, np.ndarray]) -> NativeSession:
-        signature = tuple((name, np.asarray(v).dtype.name, np.shape(v)) for name, v in sorted(feeds.items()))
-        if signature not in self.sessions:
-            plan = lower(self.model, {name: shape for name, _, shape in signature})
-            self.sessions[signature] = NativeSession(plan)
-        return self.sessions[signature]
-
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        feeds = {name: np.asarray(value) for name, value in feeds.items()}
-        outputs = self.session_for(feeds).run(feeds)
-        return {name: outputs[name] for name in self.output_names}
-
-
-def compile_partition(model: onnx.ModelProto, options: Options) -> CpuPartition:
-    return CpuPartition(model)
+def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
+    return PlannedPartition(model, lambda plan, _: NativeSession(plan))
 
 
 def _missing() -> str | None:

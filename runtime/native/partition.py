@@ -1,0 +1,38 @@
+"""A compiled ONNX partition that runs as `.epk` plans: one plan per input-shape signature, lowered on the first
+run at those shapes and kept for later runs. Providers differ only in how a plan is opened and run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+import onnx
+
+from .lower import lower
+
+Signature = tuple[tuple[str, str, tuple[int, ...]], ...]
+
+
+class PlanRunner(Protocol):
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+
+class PlannedPartition:
+    def __init__(self, model: onnx.ModelProto, open_plan: Callable[[bytes, onnx.ModelProto], PlanRunner]) -> None:
+        self.model = model
+        self.open_plan = open_plan
+        self.output_names = [o.name for o in model.graph.output]
+        self.sessions: dict[Signature, PlanRunner] = {}
+
+    def session_for(self, feeds: dict[str, np.ndarray]) -> PlanRunner:
+        signature = tuple((name, value.dtype.name, value.shape) for name, value in sorted(feeds.items()))
+        if signature not in self.sessions:
+            plan = lower(self.model, {name: shape for name, _, shape in signature})
+            self.sessions[signature] = self.open_plan(plan, self.model)
+        return self.sessions[signature]
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        feeds = {name: np.asarray(value) for name, value in feeds.items()}
+        outputs = self.session_for(feeds).run(feeds)
+        return {name: outputs[name] for name in self.output_names}

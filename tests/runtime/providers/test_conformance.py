@@ -13,13 +13,17 @@ import onnx.backend.test
 import pytest
 from onnx.backend.test.loader import load_model_tests
 
+from edgepack.runtime.providers import PROVIDERS
+
 from .node_backend import backend_for, claim_refusal
 
-CONFORMANCE_PROVIDERS = ["reference", "openvino", "cpu"]
+CONFORMANCE_PROVIDERS = ["reference", "openvino", "cpu", "neon"]
 
 
 def _available(provider: str) -> bool:
-    return provider != "openvino" or importlib.util.find_spec("openvino") is not None
+    if provider == "openvino":
+        return importlib.util.find_spec("openvino") is not None
+    return PROVIDERS[provider].missing() is None
 
 
 with warnings.catch_warnings():

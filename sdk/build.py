@@ -32,6 +32,8 @@ from .mixed_precision import keep_sensitive_in_float
 from .opset import convert_opset
 from .profile import ACTIVATION_PRECISIONS, WEIGHT_PRECISIONS, Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
+from .sample_inputs import sample_feeds
+from .tune import tune_int8
 from .verify import SampleInputs, fidelity_summary, measure, model_inputs, profile_runner, run_oracle
 
 VERIFY_CALIBRATION_SAMPLES = 4
@@ -114,10 +116,12 @@ def build(
     exclude_nodes: Sequence[str] = (),
     calibration: CalibrationSource | None = None,
     calibration_method: str = "minmax",
+    tune: bool = False,
 ) -> BuildResult:
     """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`. `weights` and `activations`
     override the profile's precision; `exclude_ops` (op types) and `exclude_nodes` (node names) stay in fp32.
-    `calibration` (a folder of .npz/.npy samples, or feeds dicts) makes int8 activations static."""
+    `calibration` (a folder of .npz/.npy samples, or feeds dicts) makes int8 activations static. `tune` times int8
+    against fp32 per op class on the target's runtime instead of reading the measured table."""
     profile = profile if isinstance(profile, Profile) else load_profile(profile)
     profile = with_precision(profile, weights, activations)
     _check_calibration_options(profile, calibration, calibration_method)
@@ -160,8 +164,12 @@ def build(
 
         quantized = lower(frozenset())
         excluded = excluded_nodes(quantized.model, exclude_ops, exclude_nodes) & set(quantized.nodes)
-        slower = frozenset()
-        if profile.activations == "int8":
+        slower, tuned = frozenset(), None
+        if profile.activations == "int8" and tune:
+            progress.update("timing int8 against fp32 per op class (--tune)")
+            feeds = samples[0] if samples else sample_feeds(model_inputs(checked), dims=profile.dims)
+            slower, tuned = tune_int8(slimmed, quantized, lower, excluded, profile.target, feeds)
+        elif profile.activations == "int8":
             form = "dynamic" if samples is None else "static"
             slower = slower_in_int8(quantized.model, profile.target, form) & set(quantized.nodes) - excluded
         if excluded or slower:
@@ -205,6 +213,7 @@ def build(
         manifest["fidelity"] = report.fidelity = fidelity
         manifest["quantization"]["excluded"] = sorted(excluded)
         manifest["quantization"]["kept_for_speed"] = sorted(slower)
+        manifest["quantization"]["tuned"] = tuned
         manifest["quantization"]["activation_form"] = _activation_form(profile, samples, calibration_method)
         write_manifest(staging, manifest)
         if not fidelity["passed"] and not accept_fidelity_loss:

@@ -58,7 +58,7 @@ class RichReporter:
 def _precision_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"weights": args.weights, "activations": args.activations, "exclude_ops": args.exclude_op or (),
             "exclude_nodes": args.exclude_node or (), "calibration": args.calibration,
-            "calibration_method": args.calibration_method}
+            "calibration_method": args.calibration_method, "tune": args.tune}
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -293,6 +293,9 @@ def parser() -> argparse.ArgumentParser:
                         ".npy (one-input models) per sample; without it int8 activations are dynamic (MatMul/Gemm)")
     b.add_argument("--calibration-method", default="minmax", metavar="minmax|percentile|entropy",
                    help="how a range is picked from the calibration runs (default: minmax)")
+    b.add_argument("--tune", action="store_true",
+                   help="int8 activations: time int8 against fp32 per op class on the target's runtime at build "
+                        "time, instead of the table measured by benchmarks/int8_speed.py")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.set_defaults(func=cmd_build)

@@ -41,6 +41,8 @@ def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibr
     biases = [dequantize for node in chosen.values() if (dequantize := _quantize_bias(
         graph, node, initializers.get(node.input[2]) if len(node.input) > 2 else None, weights[node.name],
         params[node.input[0]][0]))]
+    for node in chosen.values():
+        _with_zero_point(graph, weights[node.name].dequantize, np.int8)
     _insert_pairs(graph, params)
     nodes = [*biases, *graph.node]
     del graph.node[:]
@@ -76,24 +78,35 @@ def _paired(name: str) -> str:
 
 
 def _insert_pairs(graph: onnx.GraphProto, params: dict[str, tuple[float, int]]) -> None:
-    """A Q/DQ pair after each value in `params`; every top-level reader then reads the dequantized value."""
+    """A Q/DQ pair after each value in `params`; every top-level reader then reads the dequantized value. A graph
+    output keeps its name on the DequantizeLinear (its producer writes `<name>__float`), so that runtimes see the
+    pair and fuse the op that makes it."""
+    outputs = {o.name for o in graph.output}
     for name, (scale, zero_point) in params.items():
         graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{name}__act_scale"),
                                   numpy_helper.from_array(np.array(zero_point, np.uint8), f"{name}__act_zero")])
     inputs = {v.name for v in graph.input}
-    nodes = [node for name in params if name in inputs for node in _pair(name)]
+    dequantized = {name: name if name in outputs and name not in inputs else _paired(name) for name in params}
+    nodes = [node for name in params if name in inputs for node in _pair(name, dequantized[name])]
     for node in graph.node:
-        node.input[:] = [_paired(n) if n in params else n for n in node.input]
+        node.input[:] = [dequantized.get(n, n) for n in node.input]
         nodes.append(node)
-        nodes.extend(pair for out in node.output if out in params for pair in _pair(out))
+        for index, out in enumerate(node.output):
+            if out in params and dequantized[out] == out:
+                node.output[index] = f"{out}__float"
+                nodes.extend(_pair(out, out, source=f"{out}__float"))
+            elif out in params:
+                nodes.extend(_pair(out, dequantized[out]))
     del graph.node[:]
     graph.node.extend(nodes)
 
 
-def _pair(name: str) -> list[onnx.NodeProto]:
+def _pair(name: str, dequantized: str, source: str | None = None) -> list[onnx.NodeProto]:
+    """QuantizeLinear of `source` (default `name`) with `name`'s scale and zero point, and its DequantizeLinear
+    into `dequantized`."""
     inputs = [f"{name}__act_scale", f"{name}__act_zero"]
-    return [helper.make_node("QuantizeLinear", [name, *inputs], [f"{name}__q"], f"{name}__quantize"),
-            helper.make_node("DequantizeLinear", [f"{name}__q", *inputs], [_paired(name)], f"{name}__dequantize")]
+    return [helper.make_node("QuantizeLinear", [source or name, *inputs], [f"{name}__q"], f"{name}__quantize"),
+            helper.make_node("DequantizeLinear", [f"{name}__q", *inputs], [dequantized], f"{name}__dequantize")]
 
 
 def _quantize_bias(graph: onnx.GraphProto, node: onnx.NodeProto, bias: onnx.TensorProto | None, weight: Int8Weight,
@@ -115,5 +128,18 @@ def _quantize_bias(graph: onnx.GraphProto, node: onnx.NodeProto, bias: onnx.Tens
     graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}_int32"),
                               numpy_helper.from_array(np.broadcast_to(scale, values.shape).copy(), f"{name}_scale")])
     node.input[2] = name
-    return helper.make_node("DequantizeLinear", [f"{name}_int32", f"{name}_scale"], [name], f"{name}__dequantize",
-                            axis=0)
+    dequantize = helper.make_node("DequantizeLinear", [f"{name}_int32", f"{name}_scale"], [name],
+                                  f"{name}__dequantize", axis=0)
+    _with_zero_point(graph, dequantize, np.int32)
+    return dequantize
+
+
+def _with_zero_point(graph: onnx.GraphProto, dequantize: onnx.NodeProto, dtype: type) -> None:
+    """Give a weight or bias DequantizeLinear its (zero) zero point explicitly: onnxruntime fuses Gemm into QGemm
+    only then."""
+    if len(dequantize.input) > 2:
+        return
+    scale = next(t for t in graph.initializer if t.name == dequantize.input[1])
+    name = f"{dequantize.input[0]}__zero"
+    graph.initializer.append(numpy_helper.from_array(np.zeros(list(scale.dims), dtype), name))
+    dequantize.input.append(name)

@@ -3,8 +3,11 @@ onnxruntime against the fp32 source."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import version_converter
 
@@ -113,3 +116,40 @@ def test_dynamic_int8_transformer_multiplies_in_integers_and_keeps_cosine_0999()
     tokens = {"tokens": np.random.default_rng(0).standard_normal((1, 16, 384)).astype(np.float32)}
     expected, actual = run_unoptimized(model, tokens), run_unoptimized(result.model, tokens)
     assert min(compare(expected[k], actual[k])["cosine"] for k in expected) >= 0.999
+
+
+def one_op_model(op: str, rng: np.random.Generator) -> tuple[onnx.ModelProto, tuple[int, ...]]:
+    """A Conv (3x3, 8 -> 16 channels) or a Gemm (64 -> 32) with bias whose output is the graph output."""
+    if op == "Conv":
+        weight, bias, x_shape, y_shape, attrs = (16, 8, 3, 3), 16, (1, 8, 16, 16), (1, 16, 16, 16), {"pads": [1] * 4}
+    else:
+        weight, bias, x_shape, y_shape, attrs = (64, 32), 32, (1, 64), (1, 32), {}
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node(op, ["x", "w", "b"], ["y"], "op", **attrs)], "one_op",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x_shape)],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, y_shape)],
+        [onnx.numpy_helper.from_array(rng.standard_normal(weight).astype(np.float32), "w"),
+         onnx.numpy_helper.from_array(rng.standard_normal(bias).astype(np.float32), "b")])
+    return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)]), x_shape
+
+
+@pytest.mark.parametrize(("op", "fused"), [("Conv", "QLinearConv"), ("Gemm", "QGemm")])
+def test_an_op_that_makes_a_graph_output_is_fused_by_onnxruntime(tmp_path: Path, op: str, fused: str) -> None:
+    """The output point of an op whose output is a graph output keeps the output's name on its DequantizeLinear,
+    and weights and biases carry explicit zero points, so onnxruntime fuses DQ -> op -> Q into one int8 op."""
+    rng = np.random.default_rng(0)
+    model, x_shape = one_op_model(op, rng)
+    samples_ = [{"x": rng.standard_normal(x_shape).astype(np.float32)} for _ in range(4)]
+    result = quantize(model, "int8", activations="int8", calibration=Calibration(samples_, run_unoptimized))
+    graph = result.model.graph
+    assert [o.name for o in graph.output] == ["y"]
+    assert next(n for n in graph.node if "y" in n.output).op_type == "DequantizeLinear"
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    lowered = onnx.ModelProto()
+    lowered.CopyFrom(result.model)
+    lowered.ir_version = 10
+    ort.InferenceSession(lowered.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    assert fused in {n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node}
+    expected = run_unoptimized(model, samples_[0])["y"]
+    assert compare(expected, run_unoptimized(result.model, samples_[0])["y"])["cosine"] >= 0.999

@@ -94,6 +94,24 @@ def aarch64_runner() -> Path:
                  cc=AARCH64_CC)
 
 
+WASM_CC = "clang"
+WASM = ["--target=wasm32", "-O3", "-msimd128", "-mbulk-memory", "-ffp-contract=fast", "-nostdlib"]
+WASM_EXPORTS = ["ep_required_bytes", "ep_open", "ep_open_error", "ep_run", "ep_error", "ep_input_count",
+                "ep_output_count", "ep_input", "ep_output", "__heap_base"]
+WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
+"""The node glue: `node ep_run.mjs CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
+
+
+def wasm_core() -> Path:
+    """The core as a freestanding wasm32 module with SIMD128 (no emscripten, no libc: wasm/libc.c has the three
+    memory functions the compiler calls)."""
+    if not shutil.which(WASM_CC) or not shutil.which("wasm-ld"):
+        raise EdgepackError("clang and lld are needed to build the wasm runtime core",
+                            fix="apt-get install clang lld")
+    exports = ["-Wl,--no-entry", *(f"-Wl,--export={name}" for name in WASM_EXPORTS)]
+    return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC)
+
+
 def fuzzer() -> Path:
     """The mutation fuzzer harness, built with AddressSanitizer and UndefinedBehaviorSanitizer."""
     return build("ep_fuzz-asan", [NATIVE / "cli" / "ep_fuzz.c"], SANITIZED, [])

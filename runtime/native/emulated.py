@@ -1,5 +1,5 @@
-"""Runs plans with the cross-compiled `ep_run` under an emulator (qemu-aarch64 for the `neon` provider): inputs and
-outputs go through .npy files in a temporary folder."""
+"""Runs plans with an `ep_run` that lives outside this process (the ARM64 build under qemu-aarch64 for `neon`, the
+wasm32 build in node for `wasm`): inputs and outputs go through .npy files in a temporary folder."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class EmulatedSession:
             proc = subprocess.run([*self.command, str(self.plan_path), str(folder), *map(str, inputs)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
-                raise EdgepackError(f"the emulated runtime core failed: {proc.stderr.strip()[:1000]}",
+                raise EdgepackError(f"the runtime core failed: {proc.stderr.strip()[:1000]}",
                                     where=" ".join(self.command), fix="check the emulator and the cross build")
             return {name: np.load(folder / f"{i}.npy") for i, name in enumerate(self.output_names)}
 

@@ -1,0 +1,35 @@
+"""The `wasm` provider (the core built for wasm32 + SIMD128 with clang, run in node): every sample model matches
+`reference` within 1e-4 (max abs diff over the output's scale), and the module stays small and import-free."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from edgepack import samples
+from edgepack.runtime.native.build import wasm_core
+from edgepack.runtime.providers import PROVIDERS
+
+from .sample_plans import TOLERANCE, feeds, reference_outputs, relative_error, slimmed
+
+pytestmark = pytest.mark.skipif(PROVIDERS["wasm"].missing() is not None,
+                                reason=str(PROVIDERS["wasm"].missing()))
+
+
+@pytest.mark.parametrize("name", samples.names())
+def test_sample_matches_reference_on_wasm(name: str) -> None:
+    outputs = PROVIDERS["wasm"].compile(slimmed(name), {}).run(feeds(name))
+    for key, value in reference_outputs(name).items():
+        assert outputs[key].shape == value.shape
+        assert relative_error(value, outputs[key]) <= TOLERANCE, key
+
+
+def test_wasm_core_is_small_and_imports_nothing() -> None:
+    module = wasm_core().read_bytes()
+    assert module[:4] == b"\0asm"
+    assert len(module) < 200_000
+    imports = subprocess.run(["node", "-e", f"const m = new WebAssembly.Module(require('fs').readFileSync("
+                                            f"'{wasm_core()}')); console.log(WebAssembly.Module.imports(m).length)"],
+                             capture_output=True, text=True)
+    assert imports.stdout.strip() == "0"

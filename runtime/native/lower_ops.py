@@ -184,7 +184,7 @@ def emit_expand(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     return [out]
 
 
-@emitter("Cast")
+@emitter("Cast", "CastLike")
 def emit_cast(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     out, = lw.outputs(node, inputs)
     lw.emit("Cast", inputs[:1], [out])

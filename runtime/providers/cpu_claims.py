@@ -109,10 +109,12 @@ def _claims() -> list[OpClaim]:
         claims.append(OpClaim(op, dtypes=NUMBERS | {"bool"}, limit=input_types({0: NUMBERS, 1: NUMBERS})))
     for op in ("And", "Or", "Xor", "Not"):
         claims.append(OpClaim(op, dtypes=frozenset({"bool"})))
-    for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Abs", "Neg", "Reciprocal", "LeakyRelu",
-               "HardSigmoid", "HardSwish", "Gelu", "Floor", "Ceil", "Elu", "Softplus", "Sign", "Selu", "Celu",
+    for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Reciprocal", "LeakyRelu",
+               "HardSigmoid", "HardSwish", "Gelu", "Floor", "Ceil", "Elu", "Softplus", "Selu", "Celu",
                "Softsign", "ThresholdedRelu", "Round"):
         claims.append(OpClaim(op, dtypes=F32))
+    for op in ("Abs", "Neg", "Sign"):
+        claims.append(OpClaim(op, dtypes=NUMBERS))
     claims.append(OpClaim("Clip", dtypes=F32, limit=constants(1, 2)))
     claims += [
         OpClaim("Conv", dtypes=F32, limit=spatial_1d_2d),
@@ -138,6 +140,7 @@ def _claims() -> list[OpClaim]:
         OpClaim("Resize", dtypes=F32 | {"int64"}, limit=every(resize_limit, constants(1, 2, 3),
                                                                input_types({0: F32}))),
         OpClaim("Cast", dtypes=HELD),
+        OpClaim("CastLike", dtypes=HELD),
         OpClaim("Where", dtypes=HELD),
         OpClaim("Expand", dtypes=HELD, limit=constants(1)),
         OpClaim("Identity", dtypes=HELD),

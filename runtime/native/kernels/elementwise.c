@@ -170,8 +170,10 @@ static ep_status check_unary(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= U_KINDS) return ep_fail(error, n, ": bad kind");
-    int32_t want = n->params[0] == U_NOT ? EP_BOOL : EP_F32;
-    if (n->in[0]->dtype != want || n->out[0]->dtype != want || !ep_same_shape(n->in[0], n->out[0]))
+    int32_t kind = n->params[0], dtype = n->in[0]->dtype;
+    int integer = (dtype == EP_I32 || dtype == EP_I64) && (kind == U_ABS || kind == U_NEG || kind == U_SIGN);
+    int32_t want = kind == U_NOT ? EP_BOOL : (integer ? dtype : EP_F32);
+    if (dtype != want || n->out[0]->dtype != want || !ep_same_shape(n->in[0], n->out[0]))
         return ep_fail(error, n, ": input and output must have one shape and dtype");
     return EP_OK;
 }
@@ -215,6 +217,19 @@ static float unary_f32(int32_t kind, float x, float a, float b) {
     return x;
 }
 
+/* Abs, Neg and Sign on int32/int64, wrapping like two's complement (the negation of the minimum is itself). */
+static void run_integer_unary(const ep_node *n, int32_t kind, int64_t count) {
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = n->in[0]->dtype == EP_I64 ? ((const int64_t *)n->in[0]->data)[i]
+                                              : ((const int32_t *)n->in[0]->data)[i];
+        uint64_t negated = 0u - (uint64_t)v;
+        uint64_t r = kind == U_SIGN ? (uint64_t)(v > 0) - (uint64_t)(v < 0)
+                                    : (kind == U_NEG || v < 0) ? negated : (uint64_t)v;
+        if (n->in[0]->dtype == EP_I64) ((int64_t *)n->out[0]->data)[i] = (int64_t)r;
+        else ((int32_t *)n->out[0]->data)[i] = (int32_t)(uint32_t)r;
+    }
+}
+
 static ep_status run_unary(const ep_node *n, const ep_context *c) {
     (void)c;
     int32_t kind = n->params[0];
@@ -223,6 +238,10 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
         const uint8_t *x = (const uint8_t *)n->in[0]->data;
         uint8_t *y = (uint8_t *)n->out[0]->data;
         for (int64_t i = 0; i < count; i++) y[i] = !x[i];
+        return EP_OK;
+    }
+    if (n->in[0]->dtype == EP_I32 || n->in[0]->dtype == EP_I64) {
+        run_integer_unary(n, kind, count);
         return EP_OK;
     }
     const float *x = (const float *)n->in[0]->data;

@@ -65,7 +65,6 @@ class Lowering:
         self.tensors: list[Tensor] = []
         self.ops: list[Op] = []
         self.aliases: dict[int, int] = {}
-        self.producers: dict[int, int] = {}
         self.scratch = 0
         self.missing: list[str] = []
         self.weights: dict[int, tuple[int, Any]] = {}
@@ -100,8 +99,6 @@ class Lowering:
              scratch: int = 0) -> None:
         indices = [None if v is None else self.tensor(v) for v in inputs]
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
-        for o in outputs:
-            self.producers.setdefault(o.index, len(self.ops) - 1)
         self.scratch = max(self.scratch, scratch)
 
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
@@ -245,15 +242,14 @@ class Lowering:
             self.emit("Copy", [value], [results[k]])
         return values
 
-    def mark(self) -> tuple[int, int, int, int, int]:
-        return len(self.tensors), len(self.ops), len(self.missing), self.scratch, len(self.aliases)
+    def mark(self) -> tuple[int, int, int, int]:
+        return len(self.tensors), len(self.ops), len(self.missing), self.scratch
 
-    def rewind(self, mark: tuple[int, int, int, int, int]) -> None:
+    def rewind(self, mark: tuple[int, int, int, int]) -> None:
         """Forgets what was lowered since `mark` (a branch that failed part way)."""
-        tensors, ops, missing, self.scratch, _ = mark
+        tensors, ops, missing, self.scratch = mark
         del self.tensors[tensors:], self.ops[ops:], self.missing[missing:]
         self.aliases = {t: s for t, s in self.aliases.items() if t < tensors}
-        self.producers = {t: o for t, o in self.producers.items() if t < tensors}
         self.weights = {k: v for k, v in self.weights.items() if v[0] < tensors}
 
 

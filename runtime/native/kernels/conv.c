@@ -175,25 +175,51 @@ static void pack_im2col(float *packed, const float *x, const conv_shape *s, int6
 /* The smallest o >= 0 with o * stride + offset >= 0. */
 static int64_t first_valid(int64_t offset, int64_t stride) { return offset >= 0 ? 0 : (-offset + stride - 1) / stride; }
 
+/* One kernel row of a depthwise conv added into an output row, tap by tap with each tap's valid range. */
+static void depthwise_taps(const conv_shape *s, const float *in, const float *w, float *row, int64_t from,
+                           int64_t to) {
+    for (int64_t kx = 0; kx < s->kw; kx++) {
+        int64_t offset = kx * s->dw - s->pl;
+        int64_t lo = first_valid(offset, s->sw);
+        int64_t hi = s->w - 1 - offset < 0 ? 0 : (s->w - 1 - offset) / s->sw + 1;
+        lo = lo > from ? lo : from;
+        hi = hi < to ? hi : to;
+        for (int64_t ox = lo; ox < hi; ox++) row[ox] += w[kx] * in[ox * s->sw + offset];
+    }
+}
+
+/* A 3-wide kernel row over the columns where all three taps are inside: one pass instead of three. */
+static void depthwise_row3(const conv_shape *s, const float *in, const float *w, float *row, int64_t lo,
+                           int64_t hi) {
+    const float w0 = w[0], w1 = w[1], w2 = w[2];
+    const float *base = in - s->pl;
+    int64_t sw = s->sw, dw = s->dw;
+    for (int64_t ox = lo; ox < hi; ox++) {
+        const float *p = base + ox * sw;
+        row[ox] += w0 * p[0] + w1 * p[dw] + w2 * p[2 * dw];
+    }
+}
+
 static void depthwise(const conv_shape *s, const float *x, const float *w, float bias, float *y) {
+    /* columns where every tap of a kernel row is inside the input */
+    int64_t inner_lo = first_valid(-s->pl, s->sw);
+    int64_t last = (s->kw - 1) * s->dw - s->pl;
+    int64_t inner_hi = s->w - 1 - last < 0 ? 0 : (s->w - 1 - last) / s->sw + 1;
+    inner_hi = inner_hi < s->ow ? inner_hi : s->ow;
+    int fused = s->kw == 3 && inner_lo < inner_hi;
     for (int64_t oy = 0; oy < s->oh; oy++) {
         float *row = y + oy * s->ow;
         for (int64_t ox = 0; ox < s->ow; ox++) row[ox] = bias;
         for (int64_t ky = 0; ky < s->kh; ky++) {
             int64_t iy = oy * s->sh - s->pt + ky * s->dh;
             if (iy < 0 || iy >= s->h) continue;
-            const float *in = x + iy * s->w;
-            for (int64_t kx = 0; kx < s->kw; kx++) {
-                float weight = w[ky * s->kw + kx];
-                int64_t offset = kx * s->dw - s->pl;
-                int64_t lo = first_valid(offset, s->sw);
-                int64_t hi = s->w - 1 - offset < 0 ? 0 : (s->w - 1 - offset) / s->sw + 1;
-                if (hi > s->ow) hi = s->ow;
-                if (s->sw == 1) {
-                    for (int64_t ox = lo; ox < hi; ox++) row[ox] += weight * in[ox + offset];
-                } else {
-                    for (int64_t ox = lo; ox < hi; ox++) row[ox] += weight * in[ox * s->sw + offset];
-                }
+            const float *in = x + iy * s->w, *wk = w + ky * s->kw;
+            if (fused) {
+                depthwise_taps(s, in, wk, row, 0, inner_lo);
+                depthwise_row3(s, in, wk, row, inner_lo, inner_hi);
+                depthwise_taps(s, in, wk, row, inner_hi, s->ow);
+            } else {
+                depthwise_taps(s, in, wk, row, 0, s->ow);
             }
         }
         ep_activate_row(s->act, row, s->ow, s->act_a, s->act_b);

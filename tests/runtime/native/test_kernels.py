@@ -1,0 +1,69 @@
+"""The kernels' fast paths (depthwise rows, im2col panels inside the input, narrow convs run transposed, planar
+Resize, global pools, broadcast MatMul) against `reference` on single-node models, within 1e-4 of the output's
+scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgepack.runtime.providers import PROVIDERS
+
+from .sample_plans import TOLERANCE, relative_error
+
+
+def single_node(op: str, x_shape: list[int], constants: dict[str, np.ndarray], extra_inputs: list[str],
+                **attributes: object) -> onnx.ModelProto:
+    node = helper.make_node(op, ["x", *extra_inputs], ["y"], **attributes)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def check(model: onnx.ModelProto, x: np.ndarray) -> None:
+    expected = PROVIDERS["reference"].compile(model, {}).run({"x": x})["y"]
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    assert actual.shape == expected.shape
+    assert relative_error(expected, actual) <= TOLERANCE
+
+
+CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
+    (8, 8, 8, 3, 1, 1, 1, 19), (8, 8, 8, 3, 2, 1, 1, 21), (6, 6, 6, 5, 1, 2, 1, 17), (4, 4, 4, 3, 1, 2, 2, 15),
+    (3, 16, 1, 3, 1, 1, 1, 40), (3, 16, 1, 3, 2, 0, 1, 37), (8, 12, 4, 3, 1, 1, 2, 23), (16, 96, 1, 3, 1, 0, 1, 5),
+    (16, 80, 1, 1, 1, 0, 1, 3), (5, 7, 1, 1, 1, 0, 1, 33),
+]
+
+
+@pytest.mark.parametrize("case", CONVS)
+def test_conv_paths(case: tuple[int, ...]) -> None:
+    cin, cout, group, kernel, stride, pad, dilation, size = case
+    rng = np.random.default_rng(sum(case))
+    weights = rng.standard_normal((cout, cin // group, kernel, kernel)).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    model = single_node("Conv", [1, cin, size, size + 3], {"w": weights, "b": bias}, ["w", "b"], group=group,
+                        strides=[stride, stride], pads=[pad] * 4, dilations=[dilation, dilation])
+    check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
+
+
+@pytest.mark.parametrize(("mode", "transform"), [("nearest", "asymmetric"), ("nearest", "half_pixel"),
+                                                 ("linear", "half_pixel"), ("linear", "align_corners")])
+def test_planar_resize(mode: str, transform: str) -> None:
+    scales = np.array([1, 1, 2.0, 3.0], dtype=np.float32)
+    model = single_node("Resize", [1, 3, 7, 5], {"scales": scales}, ["", "scales"], mode=mode,
+                        coordinate_transformation_mode=transform)
+    check(model, np.random.default_rng(1).standard_normal((1, 3, 7, 5)).astype(np.float32))
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+def test_global_pools(op: str) -> None:
+    check(single_node(op, [2, 5, 9, 7], {}, []),
+          np.random.default_rng(2).standard_normal((2, 5, 9, 7)).astype(np.float32))
+
+
+def test_broadcast_matmul() -> None:
+    w = np.random.default_rng(3).standard_normal((3, 1, 20, 37)).astype(np.float32)
+    check(single_node("MatMul", [4, 13, 20], {"w": w}, ["w"]),
+          np.random.default_rng(4).standard_normal((4, 13, 20)).astype(np.float32))

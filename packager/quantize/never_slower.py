@@ -38,13 +38,16 @@ def op_class(node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto]) ->
 
 
 def slower_in_int8(model: onnx.ModelProto, target: str, form: str) -> frozenset[str]:
-    """Top-level nodes whose op class is not measured faster in int8 `form` (static or dynamic) on the runtime of
-    `target`; a target without measurements gets every candidate."""
-    ratios = speed_table().get(RUNTIME_OF_TARGET.get(target, ""), {})
+    """Top-level nodes whose op class is measured slower in int8 `form` (static or dynamic) than in fp32 on the
+    runtime of `target`. A class the form does not compute in int8 (Conv in dynamic form) has no measurement and
+    is not counted; a target without measurements gets every candidate."""
+    runtime = RUNTIME_OF_TARGET.get(target, "")
+    ratios = speed_table().get(runtime, {})
     initializers = {t.name: t for t in model.graph.initializer}
     slower = set()
     for node in model.graph.node:
         kind = op_class(node, initializers)
-        if kind is not None and ratios.get(kind, {}).get(form, float("inf")) >= 1.0:
+        ratio = ratios.get(kind, {}).get(form) if ratios else float("inf")
+        if kind is not None and ratio is not None and ratio >= 1.0:
             slower.add(node.name)
     return frozenset(slower)

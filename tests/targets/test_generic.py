@@ -65,3 +65,15 @@ def test_float_and_integer_compute_models_need_no_setting() -> None:
     scale = onnx.numpy_helper.from_array(np.array(0.1, np.float32), "s")
     static = onnx.helper.make_model(onnx.helper.make_graph(nodes, "g", [x], [y], [scale]))
     assert onnxruntime_session_config(static) == {}
+
+
+def test_dynamic_int8_bundle_folds_its_weights_and_keeps_its_integer_matmuls(tmp_path: Path) -> None:
+    """Dynamic int8 on PP-OCR cls leaves its Convs on int8 weights read through DequantizeLinear; with the setting
+    they fold while onnxruntime still fuses the Gemm's DynamicQuantizeLinear + MatMulInteger."""
+    result = edgepack.build(samples.path(NAME), "generic", tmp_path / "dynamic", weights="int8",
+                            activations="int8", accept_fidelity_loss=True)
+    [partition] = result.manifest["partitions"]
+    config = partition["onnxruntime_session_config"]
+    ops = optimized_ops(result.bundle_dir / partition["artifact"], config, tmp_path)
+    assert ops.get("DequantizeLinear", 0) == 0
+    assert ops.get("DynamicQuantizeMatMul", 0) == 1

@@ -31,3 +31,16 @@ def test_slower_nodes_follow_the_table() -> None:
             ratio = speed_table()[runtime]["MatMul"].get(form, float("inf"))
             assert (slower_in_int8(model, target, form) == matmuls) == (ratio >= 1.0), (target, form)
     assert slower_in_int8(model, "no-such-target", "static") == matmuls
+
+
+def test_classes_a_form_leaves_in_float_are_not_counted_slower() -> None:
+    """Dynamic int8 computes only MatMul/Gemm in int8: PP-OCR cls's Convs keep their int8 weights, and only its
+    classifier MatMul is judged, by its dynamic measurement."""
+    model = quantize(onnx.load(samples.path("ppocr-cls")), "fp32").model
+    initializers = {t.name: t for t in model.graph.initializer}
+    kinds = {node.name: op_class(node, initializers) for node in model.graph.node}
+    assert "Conv" in kinds.values() and {"MatMul", "Gemm"} & set(kinds.values())
+    for target, runtime in RUNTIME_OF_TARGET.items():
+        table = speed_table()[runtime]
+        expected = {name for name, kind in kinds.items() if kind in ("MatMul", "Gemm") and table[kind]["dynamic"] >= 1}
+        assert slower_in_int8(model, target, "dynamic") == expected, target

@@ -16,7 +16,6 @@ import onnx
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.quantize import REQUIRED_OPSET, Calibration, QuantizeResult, quantize
-from edgepack.packager.quantize.never_slower import slower_in_int8
 from edgepack.packager.quantize.ranges import CALIBRATION_METHODS
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
@@ -33,7 +32,7 @@ from .opset import convert_opset
 from .profile import ACTIVATION_PRECISIONS, WEIGHT_PRECISIONS, Profile, load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
 from .sample_inputs import sample_feeds
-from .tune import tune_int8
+from .tune import SpeedChoice, choose_int8_compute
 from .verify import SampleInputs, fidelity_summary, measure, model_inputs, profile_runner, run_oracle
 
 VERIFY_CALIBRATION_SAMPLES = 4
@@ -159,23 +158,28 @@ def build(
     with _stage(report, progress, "quantize") as note:
         measured = None if samples is None else Calibration(samples, profile_runner(profile), calibration_method)
 
+        compute = profile.activations
+
         def lower(keep: frozenset[str]) -> QuantizeResult:
-            return quantize(slimmed, profile.weights, keep, profile.activations, measured)
+            return quantize(slimmed, profile.weights, keep, compute, measured)
 
         quantized = lower(frozenset())
         excluded = excluded_nodes(quantized.model, exclude_ops, exclude_nodes) & set(quantized.nodes)
-        slower, tuned = frozenset(), None
-        if profile.activations == "int8" and tune:
-            progress.update("timing int8 against fp32 per op class (--tune)")
+        speed = SpeedChoice(frozenset(), None, None, None)
+        if profile.activations == "int8":
+            progress.update("timing int8 against fp32" + (" per op class (--tune)" if tune else ""))
             feeds = samples[0] if samples else sample_feeds(model_inputs(checked), dims=profile.dims)
-            slower, tuned = tune_int8(slimmed, quantized, lower, excluded, profile.target, feeds)
-        elif profile.activations == "int8":
             form = "dynamic" if samples is None else "static"
-            slower = slower_in_int8(quantized.model, profile.target, form) & set(quantized.nodes) - excluded
+            speed = choose_int8_compute(slimmed, quantized, lower, excluded, profile.target, form, feeds, tune)
+            if speed.fp32_compute:
+                compute = "fp32"
+                quantized = lower(frozenset())
+        slower = speed.slower if compute == "int8" else frozenset()
         if excluded or slower:
             quantized = lower(excluded | slower)
         note(_quantize_summary(quantized, profile) + (f", {len(excluded)} excluded" if excluded else "")
-             + (f", {len(slower)} kept fp32 where int8 is slower" if slower else ""))
+             + (f", {len(slower)} kept fp32 where int8 is slower" if slower else "")
+             + (f", {_slower_compute(speed)}: fp32 compute" if compute != profile.activations else ""))
 
     with staged_bundle(final, force) as staging:
         with _stage(report, progress, "partition") as note:
@@ -213,8 +217,10 @@ def build(
         manifest["fidelity"] = report.fidelity = fidelity
         manifest["quantization"]["excluded"] = sorted(excluded)
         manifest["quantization"]["kept_for_speed"] = sorted(slower)
-        manifest["quantization"]["tuned"] = tuned
-        manifest["quantization"]["activation_form"] = _activation_form(profile, samples, calibration_method)
+        manifest["quantization"]["tuned"] = speed.tuned
+        manifest["quantization"]["int8_over_fp32"] = speed.int8_over_fp32
+        manifest["quantization"]["activation_form"] = _activation_form(profile, samples, calibration_method, speed,
+                                                                       compute)
         write_manifest(staging, manifest)
         if not fidelity["passed"] and not accept_fidelity_loss:
             raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
@@ -246,8 +252,11 @@ def _check_calibration_options(profile: Profile, calibration: CalibrationSource 
                             where="--activations", fix="add --weights int8")
 
 
-def _activation_form(profile: Profile, samples: list[dict[str, Any]] | None, method: str) -> str | None:
+def _activation_form(profile: Profile, samples: list[dict[str, Any]] | None, method: str, speed: SpeedChoice,
+                     compute: str) -> str | None:
     """How activations were lowered, for the manifest."""
+    if profile.activations == "int8" and compute == "fp32":
+        return f"fp32 compute on int8 weights: {_slower_compute(speed)}, so it was left out"
     if profile.activations == "fp16":
         return "fp16 compute, fp32 inputs and outputs"
     if profile.activations == "int8":
@@ -255,6 +264,14 @@ def _activation_form(profile: Profile, samples: list[dict[str, Any]] | None, met
             return "dynamic int8 for MatMul/Gemm (no calibration), Conv in float"
         return f"static int8 QDQ, {method} ranges from {len(samples)} calibration samples"
     return None
+
+
+def _slower_compute(speed: SpeedChoice) -> str:
+    """Why int8 compute was left out."""
+    where = f"on {speed.runtime}" if speed.runtime else "in the measured table"
+    if speed.int8_over_fp32 is not None and speed.int8_over_fp32 >= 1.0:
+        return f"int8 compute ran {speed.int8_over_fp32:.2f}x fp32's latency {where}"
+    return f"no op class computed faster in int8 {where}"
 
 
 def _quantize_summary(quantized: QuantizeResult, profile: Profile) -> str:

@@ -1,53 +1,109 @@
-"""`--tune`: decide never-slower at build time by timing the model itself on the target's runtime: the fp32 model
-against, for each quantizable op class present, the model with only that class in int8. A class stays int8 only
-if its model ran faster. This replaces the checked-in table (`int8_speed.toml`, measured on single-op models) with
-the model's own chains, shapes and this machine."""
+"""Never slower, checked on the model itself: int8 compute is chosen per op class from the measured table
+(`int8_speed.toml`, single-op models) or, with `--tune`, by timing the model with each class alone in int8 against
+fp32 on the target's runtime. Where that runtime is installed here, the chosen model is then timed whole against
+fp32; if it is not faster, the classes are timed one by one (when they were not already), and if the model is
+still not faster the build keeps int8 weights with fp32 compute."""
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
 from edgepack.packager.quantize import QuantizeResult
-from edgepack.packager.quantize.never_slower import RUNTIME_OF_TARGET, op_class
+from edgepack.packager.quantize.never_slower import FORM_CLASSES, RUNTIME_OF_TARGET, op_class, slower_in_int8
 
 from .errors import EdgepackError
 
 Feeds = dict[str, np.ndarray]
 Timed = Callable[[], object]
+Lower = Callable[[frozenset[str]], QuantizeResult]
 BLOCKS = 5
 BLOCK_SECONDS = 0.05
 """About how long one block of calls to one variant lasts; blocks rotate over the variants."""
 
 
-def tune_int8(reference: onnx.ModelProto, lowered: QuantizeResult, lower: Callable[[frozenset[str]], QuantizeResult],
-              keep: frozenset[str], target: str, feeds: Feeds) -> tuple[frozenset[str], dict[str, float]]:
-    """The lowered nodes whose op class made the model slower on `target`'s runtime, and the int8 / fp32 latency
-    ratio measured per class. `lower(keep)` quantizes with the nodes in `keep` left in float."""
-    make = RUNNERS.get(RUNTIME_OF_TARGET.get(target, ""))
-    if make is None:
-        raise EdgepackError(f"--tune cannot time the {target!r} target on this machine: only "
-                            f"{', '.join(sorted(RUNTIME_OF_TARGET))} bundles run here",
+@dataclass(frozen=True)
+class SpeedChoice:
+    slower: frozenset[str]
+    """Lowered nodes kept in float because their op class is slower in int8."""
+    tuned: dict[str, float] | None
+    """int8 / fp32 latency of the model with each class alone in int8, when timed."""
+    int8_over_fp32: float | None
+    """The chosen model's latency over fp32's on `runtime`, or None where it was not timed (that runtime is not
+    installed here, or no class was left in int8)."""
+    runtime: str | None
+    fp32_compute: bool = False
+    """int8 compute is left out: no op class was faster in it, or the chosen model was not faster as a whole."""
+
+
+def choose_int8_compute(reference: onnx.ModelProto, lowered: QuantizeResult, lower: Lower, excluded: frozenset[str],
+                        target: str, form: str, feeds: Feeds, tune: bool) -> SpeedChoice:
+    """Which lowered nodes stay float for speed. `lower(keep)` quantizes with the nodes in `keep` left in float."""
+    runtime = RUNTIME_OF_TARGET.get(target)
+    make = RUNNERS.get(runtime or "") if runtime and _installed(runtime) else None
+    if tune and make is None:
+        raise EdgepackError(f"--tune cannot time the {target!r} target here: its runtime "
+                            f"({runtime or 'none known'}) is not installed on this machine",
                             where="quantize stage", fix="build without --tune: the measured table then decides")
+    classes = _classes(reference, lowered, excluded, form)
+    candidates = set().union(*classes.values()) if classes else set()
+    if tune:
+        slower, tuned = _per_class(reference, classes, lower, excluded, make, feeds)
+    else:
+        slower, tuned = slower_in_int8(lowered.model, target, form) & candidates, None
+    if candidates <= slower:
+        return SpeedChoice(slower, tuned, None, runtime, fp32_compute=True)
+    if make is None:
+        return SpeedChoice(slower, tuned, None, None)
+    ratio = _whole_ratio(reference, lower(excluded | slower), make, feeds)
+    if ratio >= 1.0 and not tune:
+        slower, tuned = _per_class(reference, classes, lower, excluded, make, feeds)
+        if candidates <= slower:
+            return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=True)
+        ratio = _whole_ratio(reference, lower(excluded | slower), make, feeds)
+    return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=ratio >= 1.0)
+
+
+def _installed(runtime: str) -> bool:
+    return importlib.util.find_spec(runtime) is not None
+
+
+def _classes(reference: onnx.ModelProto, lowered: QuantizeResult, excluded: frozenset[str], form: str
+             ) -> dict[str, set[str]]:
+    """Op class -> the lowered nodes of that class, for the classes `form` computes in int8."""
     initializers = {t.name: t for t in reference.graph.initializer}
     by_name = {node.name: node for node in reference.graph.node}
     classes: dict[str, set[str]] = {}
-    for name in set(lowered.nodes) - keep:
+    for name in set(lowered.nodes) - excluded:
         kind = op_class(by_name[name], initializers) if name in by_name else None
-        if kind is not None:
+        if kind in FORM_CLASSES[form]:
             classes.setdefault(kind, set()).add(name)
+    return classes
+
+
+def _per_class(reference: onnx.ModelProto, classes: dict[str, set[str]], lower: Lower, excluded: frozenset[str],
+               make: Callable[[onnx.ModelProto, Feeds], Timed], feeds: Feeds
+               ) -> tuple[frozenset[str], dict[str, float]]:
     candidates = set().union(*classes.values()) if classes else set()
     variants = {"fp32": make(reference, feeds)}
     for kind, nodes in classes.items():
-        variants[kind] = make(lower(frozenset(keep | (candidates - nodes))).model, feeds)
+        variants[kind] = make(lower(frozenset(excluded | (candidates - nodes))).model, feeds)
     medians = _median_seconds(variants)
     ratios = {kind: medians[kind] / medians["fp32"] for kind in classes}
     slower = frozenset(name for kind, nodes in classes.items() if ratios[kind] >= 1.0 for name in nodes)
     return slower, {kind: round(ratio, 3) for kind, ratio in sorted(ratios.items())}
+
+
+def _whole_ratio(reference: onnx.ModelProto, chosen: QuantizeResult, make: Callable[[onnx.ModelProto, Feeds], Timed],
+                 feeds: Feeds) -> float:
+    medians = _median_seconds({"fp32": make(reference, feeds), "int8": make(chosen.model, feeds)})
+    return medians["int8"] / medians["fp32"]
 
 
 def _median_seconds(variants: dict[str, Timed]) -> dict[str, float]:
@@ -71,11 +127,8 @@ def _median_seconds(variants: dict[str, Timed]) -> dict[str, float]:
 
 
 def _onnxruntime(model: onnx.ModelProto, feeds: Feeds) -> Timed:
-    try:
-        import onnxruntime as ort
-    except ImportError as error:
-        raise EdgepackError("--tune for the generic target times onnxruntime, which is not installed",
-                            where="quantize stage", fix="pip install onnxruntime, or build without --tune") from error
+    import onnxruntime as ort
+
     from edgepack.targets.generic import onnxruntime_session_config
 
     options = ort.SessionOptions()

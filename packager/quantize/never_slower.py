@@ -13,6 +13,9 @@ from edgepack.runtime.capability import attribute
 
 TABLE = Path(__file__).with_name("int8_speed.toml")
 RUNTIME_OF_TARGET = {"generic": "onnxruntime", "openvino": "openvino"}
+FORM_CLASSES = {"static": frozenset({"Conv", "DepthwiseConv", "PointwiseConv", "MatMul", "Gemm"}),
+                "dynamic": frozenset({"MatMul", "Gemm"})}
+"""The op classes each int8 form computes in int8; the others keep int8 weights under float compute."""
 """The runtime whose speed decides for each target's bundles (a generic bundle is run by onnxruntime)."""
 
 
@@ -38,16 +41,10 @@ def op_class(node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto]) ->
 
 
 def slower_in_int8(model: onnx.ModelProto, target: str, form: str) -> frozenset[str]:
-    """Top-level nodes whose op class is measured slower in int8 `form` (static or dynamic) than in fp32 on the
-    runtime of `target`. A class the form does not compute in int8 (Conv in dynamic form) has no measurement and
-    is not counted; a target without measurements gets every candidate."""
-    runtime = RUNTIME_OF_TARGET.get(target, "")
-    ratios = speed_table().get(runtime, {})
+    """Top-level nodes of the classes `form` (static or dynamic) computes in int8 that are not measured faster
+    than fp32 on the runtime of `target` (a target without measurements: all of them)."""
+    ratios = speed_table().get(RUNTIME_OF_TARGET.get(target, ""), {})
     initializers = {t.name: t for t in model.graph.initializer}
-    slower = set()
-    for node in model.graph.node:
-        kind = op_class(node, initializers)
-        ratio = ratios.get(kind, {}).get(form) if ratios else float("inf")
-        if kind is not None and ratio is not None and ratio >= 1.0:
-            slower.add(node.name)
-    return frozenset(slower)
+    return frozenset(node.name for node in model.graph.node
+                     if (kind := op_class(node, initializers)) in FORM_CLASSES[form]
+                     and ratios.get(kind, {}).get(form, float("inf")) >= 1.0)

@@ -35,17 +35,17 @@ static ep_status run_softmax(const ep_node *n, const ep_context *c) {
             float *dst = out + o * length * inner + i;
             float peak = -3.4028235e38f;
             for (int64_t k = 0; k < length; k++) peak = src[k * inner] > peak ? src[k * inner] : peak;
-            float sum = 0.0f;
+            double sum = 0.0;
             for (int64_t k = 0; k < length; k++) {
                 float e = ep_expf(src[k * inner] - peak);
                 dst[k * inner] = e;
                 sum += e;
             }
             if (n->params[2]) {
-                float log_sum = ep_logf(sum);
+                float log_sum = ep_logf((float)sum);
                 for (int64_t k = 0; k < length; k++) dst[k * inner] = src[k * inner] - peak - log_sum;
             } else {
-                float inverse = 1.0f / sum;
+                float inverse = (float)(1.0 / sum);
                 for (int64_t k = 0; k < length; k++) dst[k * inner] *= inverse;
             }
         }

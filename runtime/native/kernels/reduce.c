@@ -21,12 +21,46 @@ static ep_status check_reduce(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
+/* The reduced axes are the trailing ones: one contiguous row per output, summed in double. */
+static int reduces_trailing_axes(const ep_node *n, int32_t rank) {
+    int32_t d = 0;
+    while (d < rank && !n->params[1 + d]) d++;
+    while (d < rank && n->params[1 + d]) d++;
+    return d == rank;
+}
+
+static float reduce_row(int32_t kind, const float *row, int64_t length) {
+    double acc = kind == R_PROD ? 1.0 : 0.0;
+    float extreme = length ? row[0] : (kind == R_MAX ? -3.4028235e38f : 3.4028235e38f);
+    for (int64_t i = 0; i < length; i++) {
+        float v = row[i];
+        switch (kind) {
+        case R_MAX: extreme = (v > extreme || v != v) ? v : extreme; break;
+        case R_MIN: extreme = (v < extreme || v != v) ? v : extreme; break;
+        case R_PROD: acc *= v; break;
+        case R_SUM_SQUARE: case R_L2: acc += (double)v * v; break;
+        case R_L1: acc += v < 0 ? -v : v; break;
+        default: acc += v; break;
+        }
+    }
+    if (kind == R_MAX || kind == R_MIN) return extreme;
+    if (kind == R_MEAN) return length ? (float)(acc / (double)length) : 0.0f;
+    if (kind == R_L2) return ep_sqrtf((float)acc);
+    if (kind == R_LOG_SUM) return ep_logf((float)acc);
+    return (float)acc;
+}
+
 static ep_status run_reduce(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0], *y = n->out[0];
     int32_t kind = n->params[0], rank = x->rank;
     float *out = (float *)y->data;
     const float *in = (const float *)x->data;
+    if (reduces_trailing_axes(n, rank) && y->count > 0) {
+        int64_t length = x->count / y->count;
+        for (int64_t o = 0; o < y->count; o++) out[o] = reduce_row(kind, in + o * length, length);
+        return EP_OK;
+    }
     float start = kind == R_MAX ? -3.4028235e38f : kind == R_MIN ? 3.4028235e38f : kind == R_PROD ? 1.0f : 0.0f;
     for (int64_t i = 0; i < y->count; i++) out[i] = start;
     int64_t out_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;

@@ -12,8 +12,8 @@ the tiny transformer at realistic width (`tiny_transformer(hidden=384, layers=6)
     ep dynamic      quantize(m, "int8", activations="int8"): DynamicQuantizeLinear + MatMulInteger (MatMul/Gemm)
     ep static       quantize(..., calibration=Calibration(samples, onnxruntime, "minmax")): uint8 QDQ around
                     Conv/MatMul/Gemm, int32 bias
-                    (both int8 compute variants as a generic build ships them: the op classes int8_speed.toml
-                    measured slower on onnxruntime stay fp32)
+                    (both int8 compute variants as a generic build ships them: the op classes measured slower
+                    on onnxruntime stay fp32, and a model not faster as a whole keeps fp32 compute)
     ort dynamic     onnxruntime.quantization.quantize_dynamic(QInt8 weights, per_channel=True), its default ops
     ort static      quantize_static(QDQ, per_channel=True, MinMax) on the same calibration samples, its default
                     ops (which include more than Conv/MatMul/Gemm)
@@ -58,11 +58,11 @@ from rich.table import Table
 
 from edgepack import samples
 from edgepack.loader import check_model, load_model
-from edgepack.packager.quantize import Calibration, quantize
-from edgepack.packager.quantize.never_slower import slower_in_int8
+from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
 from edgepack.packager.slim import slim
 from edgepack.samples.tiny import tiny_transformer
 from edgepack.targets.generic import onnxruntime_session_config
+from edgepack.tune import choose_int8_compute
 from edgepack.verify import compare
 
 Feeds = dict[str, np.ndarray]
@@ -179,13 +179,15 @@ def ep_weight_only(case: Case) -> bytes:
 
 
 def never_slower(case: Case, form: str, calibration: Calibration | None) -> bytes:
-    """edgepack's int8 compute as a generic build ships it: the op classes int8_speed.toml measured slower on
-    onnxruntime stay fp32."""
-    lowered = quantize(case.model, "int8", activations="int8", calibration=calibration)
-    slower = slower_in_int8(lowered.model, "generic", form) & set(lowered.nodes)
-    if slower:
-        lowered = quantize(case.model, "int8", slower, activations="int8", calibration=calibration)
-    return serialized(lowered.model)
+    """edgepack's int8 compute as a generic build ships it (`edgepack.tune.choose_int8_compute`): classes measured
+    slower on onnxruntime stay fp32, and a model not faster as a whole keeps fp32 compute on int8 weights."""
+
+    def lower(keep: frozenset[str], activations: str = "int8") -> QuantizeResult:
+        return quantize(case.model, "int8", keep, activations=activations, calibration=calibration)
+
+    lowered = lower(frozenset())
+    choice = choose_int8_compute(case.model, lowered, lower, frozenset(), "generic", form, case.held_out[0], False)
+    return serialized(lower(frozenset(), "fp32").model if choice.fp32_compute else lower(choice.slower).model)
 
 
 def ep_dynamic(case: Case) -> bytes:

@@ -271,6 +271,8 @@ def _slower_compute(speed: SpeedChoice) -> str:
     where = f"on {speed.runtime}" if speed.runtime else "in the measured table"
     if speed.int8_over_fp32 is not None and speed.int8_over_fp32 >= 1.0:
         return f"int8 compute ran {speed.int8_over_fp32:.2f}x fp32's latency {where}"
+    if not speed.slower:
+        return "this model has no op that the int8 form computes in int8"
     return f"no op class computed faster in int8 {where}"
 
 

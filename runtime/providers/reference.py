@@ -82,7 +82,8 @@ def _accumulating_in_fp32(base: type) -> type:
         wide = [x.astype(np.float32) if isinstance(x, np.ndarray) and x.dtype == np.float16 else x for x in inputs]
         return tuple(y.astype(np.float16) for y in base._run(self, *wide, **attributes))
 
-    return type(base.__name__.split("_")[0], (base,), {"op_domain": "", "_run": _run, "__doc__": _accumulating_in_fp32.__doc__})
+    namespace = {"op_domain": "", "_run": _run, "__doc__": _accumulating_in_fp32.__doc__}
+    return type(base.__name__.split("_")[0], (base,), namespace)
 
 
 FIXES = [BatchNormalization, Loop, DequantizeLinear,

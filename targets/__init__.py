@@ -63,4 +63,4 @@ def write_onnx_partition(part: Partition, staging: Path) -> dict[str, Any]:
             "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
 
 
-from . import generic, openvino  # noqa: E402,F401  (registration)
+from . import embedded, generic, openvino  # noqa: E402,F401  (registration)

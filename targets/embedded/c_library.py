@@ -1,0 +1,135 @@
+"""The embedded target: a C library bundle. The model is lowered to one `.epk` plan at its pinned input shapes and
+shipped with the C core trimmed to the kernels the plan uses, a typed header, an example that reads and writes
+`.npy`, a Makefile, a CMakeLists.txt with an aarch64 toolchain file, and a README."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from edgepack.errors import EdgepackError
+from edgepack.runtime.native.epk import OPS, Plan, write
+from edgepack.runtime.native.lower import lower_to_plan
+
+from .. import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
+from . import c_api, core_sources
+from .templates import render
+
+CORE_PROVIDERS = ("neon", "cpu")
+"""Providers whose partitions the C core runs: the library holds one such partition and nothing else."""
+PLAN_FOLDER = "model"
+TOOLCHAIN = "cmake/aarch64-linux-gnu.cmake"
+NPY_SOURCES = ("npy.c", "npy.h")
+
+
+def library_name(bundle: BundleInput) -> str:
+    """The C name of the model: the bundle name without its profile suffix, as an identifier (`tiny-cnn` ->
+    `tiny_cnn`)."""
+    return c_api.c_identifier(bundle.name.removesuffix(f"-{bundle.profile['name']}")).lower()
+
+
+def pinned_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Each input's concrete shape; a symbolic or unknown dim is an error that says how to pin it."""
+    initializers = {t.name for t in model.graph.initializer}
+    shapes, loose = {}, []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        named = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+        if not value.type.tensor_type.HasField("shape") or any(isinstance(d, str) for d in named):
+            loose.append(f"{value.name} {named if value.type.tensor_type.HasField('shape') else '(no shape)'}")
+        else:
+            shapes[value.name] = tuple(named)
+    if loose:
+        example = " ".join(f"--input-shape {entry.split(' ')[0]}=..." for entry in loose)
+        raise EdgepackError(f"the C library runs at fixed input shapes, and {', '.join(loose)} still "
+                            f"{'has' if len(loose) == 1 else 'have'} dynamic dims", where="embedded target",
+                            fix=f"pass the shapes it will run at, e.g. {example} with the dims as comma-separated "
+                                "integers (1,3,640,640), or pin the dims in the profile's [shapes] table")
+    return shapes
+
+
+def core_partition(bundle: BundleInput) -> Any:
+    """The one partition the C core runs: a profile whose providers split the model cannot make a C library."""
+    others = [f"{p.id} ({p.provider})" for p in bundle.partitions if p.provider not in CORE_PROVIDERS]
+    if others or len(bundle.partitions) != 1:
+        raise EdgepackError(f"the C library runs one partition on the C core, and this model was split into "
+                            f"{', '.join(f'{p.id} ({p.provider})' for p in bundle.partitions)}", where="embedded target",
+                            fix=f"use a profile whose providers are only one of {', '.join(CORE_PROVIDERS)}")
+    return bundle.partitions[0]
+
+
+def lowered(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> Plan:
+    """The plan; a node the core cannot run fails the build with every such node listed."""
+    try:
+        return lower_to_plan(model, shapes)
+    except EdgepackError as error:
+        raise EdgepackError(f"the C library cannot be built: {error.what}", where=error.where,
+                            fix=error.fix or "run `edgepack inspect` on the model to see its ops") from error
+
+
+@register("embedded", "C library: the runtime core with the model's kernels, .epk plan, header, Make/CMake, example",
+          precisions=WEIGHT_ONLY)
+def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
+    from edgepack import __version__
+
+    part = core_partition(bundle)
+    name = library_name(bundle)
+    shapes = pinned_shapes(part.model)
+    plan = lowered(part.model, shapes)
+    selection = core_sources.select(OPS[op.kind] for op in plan.ops)
+    inputs, outputs = c_api.ports(plan, plan.inputs), c_api.ports(plan, plan.outputs)
+
+    _write(staging / PLAN_FOLDER / f"{name}.epk", write(plan))
+    sources = _write_core(staging, selection)
+    _write(staging / "include" / f"{name}.h", c_api.header(name, inputs, outputs, __version__))
+    _write(staging / "src" / f"{name}.c", c_api.source(name, inputs, outputs))
+    sources.append(f"src/{name}.c")
+    _write_build_files(staging, name, sorted(sources))
+    input_names = ", ".join(port.name for port in inputs)
+    _write(staging / "example" / "main.c", render("main.c", MODEL=name, PREFIX=name.upper(),
+                                                  INPUT_NAMES=input_names))
+    for file in NPY_SOURCES:
+        _write(staging / "example" / file, (core_sources.NATIVE / "cli" / file).read_text())
+    _write(staging / "README.md", render(
+        "README.md", MODEL=name, VERSION=__version__, PROFILE=bundle.profile["name"],
+        KERNELS=", ".join(sorted(selection.kernels)).lower(),
+        SHAPES="; ".join(f"{p.name} {list(p.shape)}" for p in inputs),
+        INPUT_FILES=" ".join(f"{c_api.c_identifier(p.name)}.npy" for p in inputs),
+        INPUT_LIST=", ".join(f"`{p.name}` ({p.dtype} {list(p.shape)})" for p in inputs),
+        OUTPUT_LIST=", ".join(f"`{p.name}` ({p.dtype} {list(p.shape)})" for p in outputs)))
+    entry = write_onnx_partition(part, staging)
+    entry["library"] = {"name": name, "plan": f"{PLAN_FOLDER}/{name}.epk", "header": f"include/{name}.h",
+                        "kernels": sorted(selection.kernels.values()), "shapes": {k: list(v) for k, v in
+                                                                                    shapes.items()}}
+    return [entry]
+
+
+def _write(path: Path, content: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+
+
+def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[str]:
+    """Copies the selected core files under src/ (edgepack.h under include/) and writes the trimmed registry;
+    returns the library's .c files."""
+    sources = []
+    for relative in selection.files:
+        target = staging / "include" / relative.name if relative.parts[0] == "include" else staging / "src" / relative
+        _write(target, (core_sources.NATIVE / relative).read_text())
+        if relative.suffix == ".c":
+            sources.append(f"src/{relative.as_posix()}")
+    _write(staging / "src" / "kernels" / "registry.c", core_sources.registry_source(selection.kernels))
+    return [*sources, "src/kernels/registry.c"]
+
+
+def _write_build_files(staging: Path, name: str, sources: list[str]) -> None:
+    _write(staging / "Makefile", render("Makefile", MODEL=name, LIBRARY_SOURCES=" \\\n    ".join(sources)))
+    _write(staging / "CMakeLists.txt", render("CMakeLists.txt", MODEL=name, CMAKE_SOURCES="\n  ".join(sources)))
+    _write(staging / TOOLCHAIN, render("aarch64-linux-gnu.cmake"))

@@ -1,0 +1,88 @@
+"""Which C core files a plan needs: the loader, executor and helpers always, and only the kernel files that define
+the kernels of the plan's ops (plus the helper sources their headers stand for). Everything is read from the core's
+own sources, so a kernel added there is found here without a change."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgepack.runtime.native.build import NATIVE
+
+KERNELS = NATIVE / "kernels"
+REGISTRY = KERNELS / "registry.c"
+OP_ENUM = re.compile(r"\bEP_OP_(\w+)\s*=\s*(\d+)")
+TABLE_ENTRY = re.compile(r"\[EP_OP_(\w+)\]\s*=\s*&(ep_kernel_\w+)")
+KERNEL_DEFINITION = re.compile(r"^const ep_kernel (ep_kernel_\w+)\s*=", re.MULTILINE)
+LOCAL_INCLUDE = re.compile(r'^#include "([\w./]+)"', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CoreSelection:
+    files: list[Path]
+    """Core files to copy, relative to the core's root (runtime/native)."""
+    kernels: dict[str, str]
+    """Op enum name (COPY, CONV, ...) -> kernel symbol, for the ops the plan uses."""
+
+
+def op_enum_names() -> dict[int, str]:
+    """Plan op id -> the core's enum name without `EP_OP_` (from ep_internal.h)."""
+    text = (NATIVE / "ep_internal.h").read_text()
+    return {int(number): name for name, number in OP_ENUM.findall(text) if name != "COUNT"}
+
+
+def kernel_symbols() -> dict[str, str]:
+    """Op enum name -> kernel symbol, from the core's registry table."""
+    return dict(TABLE_ENTRY.findall(REGISTRY.read_text()))
+
+
+def kernel_files() -> dict[str, Path]:
+    """Kernel symbol -> the kernel source that defines it."""
+    found = {}
+    for path in sorted(KERNELS.glob("*.c")):
+        for symbol in KERNEL_DEFINITION.findall(path.read_text()):
+            found[symbol] = path
+    return found
+
+
+def with_helpers(sources: Iterable[Path]) -> set[Path]:
+    """`sources` plus, transitively, every header they include and the `.c` file beside each such header."""
+    pending, seen = list(sources), set()
+    while pending:
+        path = pending.pop().resolve()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        for included in LOCAL_INCLUDE.findall(path.read_text()):
+            header = (path.parent / included).resolve()
+            if not header.is_file():
+                header = (NATIVE / included).resolve()
+            pending += [header, header.with_suffix(".c")]
+    return seen
+
+
+def select(op_ids: Iterable[int]) -> CoreSelection:
+    """The core files and kernels for a plan whose ops have `op_ids`."""
+    enum_names, symbols, files = op_enum_names(), kernel_symbols(), kernel_files()
+    kernels = {enum_names[i]: symbols[enum_names[i]] for i in sorted(set(op_ids))}
+    base = [*sorted(NATIVE.glob("*.c")), *sorted(NATIVE.glob("*.h")), NATIVE / "include" / "edgepack.h"]
+    needed = with_helpers([*base, *(files[symbol] for symbol in kernels.values())])
+    root = NATIVE.resolve()
+    return CoreSelection(sorted(p.relative_to(root) for p in needed if p != REGISTRY.resolve()), kernels)
+
+
+def registry_source(kernels: dict[str, str]) -> str:
+    """A kernels/registry.c whose table holds only `kernels`: the loader refuses any other op id (EP_ERR_OP)."""
+    symbols = ", ".join(dict.fromkeys(kernels.values()))
+    entries = "\n".join(f"        [EP_OP_{name}] = &{symbol}," for name, symbol in kernels.items())
+    return ("/* The one table from op id to kernel, trimmed by edgepack to the ops of this bundle's plan. */\n"
+            '#include "../ep_internal.h"\n\n'
+            f"extern const ep_kernel {symbols};\n\n"
+            "const ep_kernel *ep_kernel_for(uint32_t op_id) {\n"
+            "    static const ep_kernel *const table[EP_OP_COUNT] = {\n"
+            f"{entries}\n"
+            "    };\n"
+            "    return op_id < EP_OP_COUNT ? table[op_id] : 0;\n"
+            "}\n")

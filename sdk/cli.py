@@ -17,6 +17,8 @@ from rich.table import Table
 from .errors import EdgepackError
 from .manifest import describe_quantization
 
+HOST_RUNS = 50
+DEVICE_RUNS = 5
 stdout = Console(soft_wrap=False)
 stderr = Console(stderr=True, soft_wrap=True)
 
@@ -204,7 +206,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .input_files import load_inputs
     from .sample_inputs import parse_dims
 
-    report = bench(args.model, args.provider, args.runs, args.warmup, args.threads, args.compare, args.source,
+    if args.device:
+        return cmd_bench_device(args)
+    runs = HOST_RUNS if args.runs is None else args.runs
+    report = bench(args.model, args.provider, runs, args.warmup, args.threads, args.compare, args.source,
                    load_inputs(args.input or []), parse_dims(args.dim or []))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
@@ -213,6 +218,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for line in summary_lines(report):
         stdout.print(escape(line))
     return 0
+
+
+def cmd_bench_device(args: argparse.Namespace) -> int:
+    from .bench_qemu import bench_on_device, summary_lines
+    from .input_files import load_inputs
+    from .sample_inputs import parse_dims
+
+    if args.provider or args.compare:
+        raise EdgepackError("--device runs the bundle's own C library: --provider and --compare do not apply",
+                            where="--device", fix="leave out --provider and --compare")
+    report = bench_on_device(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs,
+                             load_inputs(args.input or []), parse_dims(args.dim or []))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in summary_lines(report):
+            stdout.print(escape(line))
+    return 0 if report.passed else 1
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -320,7 +343,7 @@ def parser() -> argparse.ArgumentParser:
                                           "onnxruntime")
     n.add_argument("model", help="a .onnx file, a folder holding one, or a bundle folder")
     n.add_argument("--provider", help="as for run (default: each partition's own; reference for a plain .onnx)")
-    n.add_argument("--runs", type=int, default=50, help="timed runs (default: 50)")
+    n.add_argument("--runs", type=int, help=f"timed runs (default: {HOST_RUNS}; {DEVICE_RUNS} with --device)")
     n.add_argument("--warmup", type=int, default=5, help="untimed runs after the first run (default: 5)")
     n.add_argument("--threads", type=int, default=1,
                    help="threads for OpenVINO and onnxruntime (default: 1, single-threaded, so that figures "
@@ -332,6 +355,10 @@ def parser() -> argparse.ArgumentParser:
                    help="as for run; inputs not given are seeded random data")
     n.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="size of a symbolic dim in generated inputs (default: 1 on axis 0, 64 elsewhere)")
+    n.add_argument("--device", choices=["qemu-arm64"],
+                   help="a C library bundle (--profile raspberry-pi): cross-compile its example and run it under "
+                        "qemu-aarch64; reports correctness against reference (emulated timings are not device "
+                        "speed)")
     n.add_argument("--json", action="store_true", help="print the figures as JSON")
     n.set_defaults(func=cmd_bench)
 

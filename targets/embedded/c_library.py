@@ -54,10 +54,10 @@ def pinned_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
 
 def core_partition(bundle: BundleInput) -> Any:
     """The one partition the C core runs: a profile whose providers split the model cannot make a C library."""
-    others = [f"{p.id} ({p.provider})" for p in bundle.partitions if p.provider not in CORE_PROVIDERS]
-    if others or len(bundle.partitions) != 1:
-        raise EdgepackError(f"the C library runs one partition on the C core, and this model was split into "
-                            f"{', '.join(f'{p.id} ({p.provider})' for p in bundle.partitions)}", where="embedded target",
+    if len(bundle.partitions) != 1 or bundle.partitions[0].provider not in CORE_PROVIDERS:
+        found = ", ".join(f"{p.id} ({p.provider})" for p in bundle.partitions)
+        raise EdgepackError(f"the C library runs one partition on the C core, and this model was split into {found}",
+                            where="embedded target",
                             fix=f"use a profile whose providers are only one of {', '.join(CORE_PROVIDERS)}")
     return bundle.partitions[0]
 
@@ -103,8 +103,9 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         OUTPUT_LIST=", ".join(f"`{p.name}` ({p.dtype} {list(p.shape)})" for p in outputs)))
     entry = write_onnx_partition(part, staging)
     entry["library"] = {"name": name, "plan": f"{PLAN_FOLDER}/{name}.epk", "header": f"include/{name}.h",
-                        "kernels": sorted(selection.kernels.values()), "shapes": {k: list(v) for k, v in
-                                                                                    shapes.items()}}
+                        "inputs": [p.name for p in inputs], "outputs": [p.name for p in outputs],
+                        "kernels": sorted(selection.kernels.values()),
+                        "shapes": {k: list(v) for k, v in shapes.items()}}
     return [entry]
 
 

@@ -1,6 +1,6 @@
-"""Which C core files a plan needs: the loader, executor and helpers always, and only the kernel files that define
-the kernels of the plan's ops (plus the helper sources their headers stand for). Everything is read from the core's
-own sources, so a kernel added there is found here without a change."""
+"""Which C core files a plan needs: the loader, executor and helpers always, the kernel files that define the
+kernels of the plan's ops, and every file defining a function or kernel that a chosen file uses. Everything is read
+from the core's own sources, so a kernel or helper added there is found here without a change."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ REGISTRY = KERNELS / "registry.c"
 OP_ENUM = re.compile(r"\bEP_OP_(\w+)\s*=\s*(\d+)")
 TABLE_ENTRY = re.compile(r"\[EP_OP_(\w+)\]\s*=\s*&(ep_kernel_\w+)")
 KERNEL_DEFINITION = re.compile(r"^const ep_kernel (ep_kernel_\w+)\s*=", re.MULTILINE)
+GLOBAL_DEFINITION = re.compile(r"^(?!static\b)(?:const ep_kernel |[A-Za-z_][\w \t*]*?[\s*])(ep_\w+)\s*[=(]",
+                               re.MULTILINE)
+"""A definition at file scope of a non-static `ep_` function or kernel (prototypes live in headers)."""
+CORE_NAME = re.compile(r"\bep_\w+")
 LOCAL_INCLUDE = re.compile(r'^#include "([\w./]+)"', re.MULTILINE)
 
 
@@ -47,19 +51,30 @@ def kernel_files() -> dict[str, Path]:
     return found
 
 
-def with_helpers(sources: Iterable[Path]) -> set[Path]:
-    """`sources` plus, transitively, every header they include and the `.c` file beside each such header."""
+def core_definitions() -> dict[str, Path]:
+    """Every non-static `ep_` function and kernel of the core's .c files -> the file defining it."""
+    found = {}
+    for path in [*sorted(NATIVE.glob("*.c")), *sorted(KERNELS.glob("*.c"))]:
+        if path != REGISTRY:
+            for symbol in GLOBAL_DEFINITION.findall(path.read_text()):
+                found[symbol] = path.resolve()
+    return found
+
+
+def with_dependencies(sources: Iterable[Path]) -> set[Path]:
+    """`sources` plus, transitively, the headers they include and the files defining the `ep_` names they use."""
+    definitions = core_definitions()
     pending, seen = list(sources), set()
     while pending:
         path = pending.pop().resolve()
         if path in seen or not path.is_file():
             continue
         seen.add(path)
-        for included in LOCAL_INCLUDE.findall(path.read_text()):
+        text = path.read_text()
+        for included in LOCAL_INCLUDE.findall(text):
             header = (path.parent / included).resolve()
-            if not header.is_file():
-                header = (NATIVE / included).resolve()
-            pending += [header, header.with_suffix(".c")]
+            pending.append(header if header.is_file() else (NATIVE / included).resolve())
+        pending += [definitions[name] for name in set(CORE_NAME.findall(text)) if name in definitions]
     return seen
 
 
@@ -68,7 +83,7 @@ def select(op_ids: Iterable[int]) -> CoreSelection:
     enum_names, symbols, files = op_enum_names(), kernel_symbols(), kernel_files()
     kernels = {enum_names[i]: symbols[enum_names[i]] for i in sorted(set(op_ids))}
     base = [*sorted(NATIVE.glob("*.c")), *sorted(NATIVE.glob("*.h")), NATIVE / "include" / "edgepack.h"]
-    needed = with_helpers([*base, *(files[symbol] for symbol in kernels.values())])
+    needed = with_dependencies([*base, *(files[symbol] for symbol in kernels.values())])
     root = NATIVE.resolve()
     return CoreSelection(sorted(p.relative_to(root) for p in needed if p != REGISTRY.resolve()), kernels)
 

@@ -1,0 +1,113 @@
+"""Builds a C library bundle's example program and runs it (for aarch64: under qemu-aarch64) on `.npy` inputs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgepack.errors import EdgepackError
+from edgepack.manifest import read_manifest
+
+from .c_library import TOOLCHAIN
+
+CROSS_COMPILER = "aarch64-linux-gnu-gcc"
+EMULATOR = "qemu-aarch64"
+INSTALL = "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user make cmake"
+MAX_REPEAT = 1024
+"""The example's limit for --repeat."""
+
+
+@dataclass(frozen=True)
+class Library:
+    """What a bundle's manifest says about its C library."""
+
+    folder: Path
+    name: str
+    plan: Path
+    inputs: list[str]
+    """Input names in the order the example takes them (the plan's)."""
+    outputs: list[str]
+
+    @property
+    def binary_name(self) -> str:
+        return f"{self.name}_example"
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    outputs: dict[str, np.ndarray]
+    median_ms: float | None
+    """The example's median over its runs (with more than one run), in emulated milliseconds."""
+
+
+def output_file(name: str) -> str:
+    """The example's file name for output `name` (as `edgepack run -o` names files)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy"
+
+
+def read_library(bundle: str | Path) -> Library:
+    """The C library of an `embedded` bundle (manifest and sha256s checked); an error for any other folder."""
+    folder = Path(bundle)
+    manifest: dict[str, Any] = read_manifest(folder)
+    library = next((p["library"] for p in manifest.get("partitions", []) if "library" in p), None)
+    if manifest.get("target") != "embedded" or library is None:
+        raise EdgepackError(f"{str(folder)!r} is a {manifest.get('target')!r} bundle, not a C library bundle",
+                            where=str(folder), fix="build one with --profile raspberry-pi (target embedded)")
+    return Library(folder, library["name"], folder / library["plan"], library["inputs"], library["outputs"])
+
+
+def missing_tools(system: str = "make") -> list[str]:
+    """The tools not installed here that cross-compiling with `system` and emulating need."""
+    return [tool for tool in (CROSS_COMPILER, system, EMULATOR) if not shutil.which(tool)]
+
+
+def build_example(library: Library, build_dir: Path, system: str = "make") -> Path:
+    """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
+    CMake and its toolchain file; returns the example binary."""
+    missing = missing_tools(system)
+    if missing:
+        raise EdgepackError(f"cross-compiling the C library needs {', '.join(missing)}, not installed here",
+                            fix=INSTALL)
+    build_dir = build_dir.absolute()
+    if system == "make":
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "-j2"]]
+    elif system == "cmake":
+        commands = [["cmake", "-S", str(library.folder), "-B", str(build_dir),
+                     f"-DCMAKE_TOOLCHAIN_FILE={library.folder.absolute() / TOOLCHAIN}"],
+                    ["cmake", "--build", str(build_dir), "-j2"]]
+    else:
+        raise ValueError(f"unknown build system {system!r}")
+    for command in commands:
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise EdgepackError(f"building the C library failed: {(proc.stderr or proc.stdout).strip()[-2000:]}",
+                                where=" ".join(command[:3]), fix="check the cross compiler, or report the error")
+    return build_dir / library.binary_name
+
+
+def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], repeat: int = 1) -> ExampleRun:
+    """Runs the example under qemu-aarch64 on `feeds` (by input name), `repeat` times; reads its outputs."""
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise EdgepackError(f"the example runs 1 to {MAX_REPEAT} times, not {repeat}", fix="choose --runs in range")
+    with tempfile.TemporaryDirectory(prefix="edgepack-example-") as tmp:
+        folder = Path(tmp)
+        paths = []
+        for index, name in enumerate(library.inputs):
+            paths.append(folder / f"in{index}.npy")
+            np.save(paths[-1], np.asarray(feeds[name]))
+        command = [EMULATOR, str(binary), str(library.plan), str(folder),
+                   *(["--repeat", str(repeat)] if repeat > 1 else []), *map(str, paths)]
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise EdgepackError(f"the example failed under {EMULATOR}: {proc.stderr.strip()[:1000]}",
+                                where=binary.name, fix="check the inputs against the bundle's header")
+        median = re.search(r"median_ms ([0-9.]+)", proc.stdout)
+        outputs = {name: np.load(folder / output_file(name)) for name in library.outputs}
+    return ExampleRun(outputs, float(median.group(1)) if median else None)

@@ -69,6 +69,8 @@ enum {
 };
 
 const ep_kernel *ep_kernel_for(uint32_t op_id);
+/* Whether input `input` of the node is a quantized weight or its scales (the only reads of weight-only dtypes). */
+int ep_weight_only_read(const ep_node *node, uint32_t input);
 
 struct ep_session {
     char error[EP_ERROR_CAPACITY];

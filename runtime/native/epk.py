@@ -28,6 +28,8 @@ OPS = {name: index for index, name in enumerate([
 
 DTYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9}
 """numpy dtype names to the plan's dtype codes (ONNX TensorProto numbers)."""
+WEIGHT_ONLY = {"float16": 10, "int4": 22}
+"""Dtypes only quantized weights and their scales have (weights, never arena tensors); int4 packs two a byte."""
 
 BINARY = {name: i for i, name in enumerate([
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
@@ -58,7 +60,8 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        count = int(np.prod(self.shape, dtype=np.int64))
+        return (count + 1) // 2 if self.dtype == "int4" else count * np.dtype(self.dtype).itemsize
 
 
 @dataclass
@@ -83,6 +86,15 @@ def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
+def weight_bytes(tensor: Tensor) -> bytes:
+    """A weight's data as the plan stores it: int4 two a byte, the first in the low nibble."""
+    if tensor.dtype == "int4":
+        nibbles = np.asarray(tensor.data).astype(np.int8).reshape(-1).view(np.uint8) & 0xF
+        nibbles = np.append(nibbles, np.zeros(len(nibbles) % 2, np.uint8))
+        return (nibbles[0::2] | nibbles[1::2] << 4).astype(np.uint8).tobytes()
+    return np.ascontiguousarray(tensor.data, dtype=tensor.dtype).tobytes()
+
+
 def _param_words(params: list[int | float]) -> bytes:
     return b"".join(struct.pack("<f", p) if isinstance(p, F32) else struct.pack("<i", int(p)) for p in params)
 
@@ -100,9 +112,10 @@ def write(plan: Plan) -> bytes:
         if tensor.location == WEIGHT:
             weights += bytes(_align(len(weights), WEIGHT_ALIGN) - len(weights))
             tensor.offset = len(weights)
-            weights += np.ascontiguousarray(tensor.data, dtype=tensor.dtype).tobytes()
+            weights += weight_bytes(tensor)
         dims = list(tensor.shape) + [0] * (MAX_RANK - len(tensor.shape))
-        tensor_records += struct.pack("<BBBBIII8I", DTYPES[tensor.dtype], len(tensor.shape), tensor.location, 0,
+        code = DTYPES.get(tensor.dtype) or WEIGHT_ONLY[tensor.dtype]
+        tensor_records += struct.pack("<BBBBIII8I", code, len(tensor.shape), tensor.location, 0,
                                       name_offset, len(name), tensor.offset, *dims)
     io, params, op_records = [], bytearray(), bytearray()
     for op in plan.ops:

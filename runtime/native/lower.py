@@ -19,6 +19,7 @@ from . import epk
 from .arena import plan_arena
 from .epk import ARENA, WEIGHT, Op, Plan, Tensor
 from .patterns import rewrite_hard_swish
+from .quantized import SLOTS, Quantized, follow, from_dequantize, scratch_bytes
 
 MAX_BLOCK_COLUMNS = 256
 """Columns per packed block in the C matrix-product engine (EP_GEMM_BLOCK): scratch is sized for it."""
@@ -80,14 +81,15 @@ class Lowering:
         self.tensors.append(Tensor(name, dtype, tuple(int(d) for d in shape)))
         return Runtime(len(self.tensors) - 1, dtype, tuple(int(d) for d in shape))
 
-    def tensor(self, value: Value, name: str = "") -> int:
-        """The plan tensor of `value`; a constant becomes a weight (once per array)."""
+    def tensor(self, value: Value | Quantized, name: str = "", weight_only: bool = False) -> int:
+        """The plan tensor of `value`; a constant becomes a weight (once per array). `weight_only`: a quantized
+        weight slot or its scales, which may hold int4 and float16."""
         if isinstance(value, Runtime):
             return value.index
-        array = np.asarray(value)
+        array = value.values if isinstance(value, Quantized) else np.asarray(value)
         key = id(value)
         if key not in self.weights or self.weights[key][1] is not value:
-            if array.dtype.name not in epk.DTYPES:
+            if array.dtype.name not in epk.DTYPES and not (weight_only and array.dtype.name in epk.WEIGHT_ONLY):
                 raise EdgepackError(f"constant {name!r} has dtype {array.dtype.name}, which the cpu core does not hold",
                                     where=name, fix="cast it in the model")
             self.tensors.append(Tensor(name or f"weight{len(self.weights)}", array.dtype.name, array.shape, WEIGHT,
@@ -95,11 +97,31 @@ class Lowering:
             self.weights[key] = (len(self.tensors) - 1, value)
         return self.weights[key][0]
 
-    def emit(self, kind: str, inputs: Sequence[Value | None], outputs: Sequence[Runtime], params: Sequence[Any] = (),
-             scratch: int = 0) -> None:
-        indices = [None if v is None else self.tensor(v) for v in inputs]
+    def emit(self, kind: str, inputs: Sequence[Value | Quantized | None], outputs: Sequence[Runtime],
+             params: Sequence[Any] = (), scratch: int = 0) -> None:
+        values, params, scratch, weight_only = self.weight_slots(kind, list(inputs), list(params), scratch)
+        indices = [None if v is None else self.tensor(v, weight_only=k in weight_only) for k, v in enumerate(values)]
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
         self.scratch = max(self.scratch, scratch)
+
+    @staticmethod
+    def weight_slots(kind: str, inputs: list[Any], params: list[Any], scratch: int
+                     ) -> tuple[list[Any], list[Any], int, set[int]]:
+        """Quantized float32 weights in the op's weight slots stay quantized: the op gets its own inputs, one scale
+        input and (axis, block) per slot, and scratch to dequantize into. Any other quantized input becomes floats."""
+        own, slots = SLOTS.get(kind, (0, []))
+        keep = [k for k in slots
+                if k < len(inputs) and isinstance(inputs[k], Quantized) and inputs[k].dtype == "float32"]
+        inputs = [np.asarray(v) if isinstance(v, Quantized) and k not in keep else v for k, v in enumerate(inputs)]
+        if not keep:
+            return inputs, params, scratch, set()
+        inputs += [None] * (own - len(inputs))
+        for k in slots:
+            value = inputs[k] if k in keep else None
+            inputs.append(value.scale if value else None)
+            params += [value.axis, value.block] if value else [0, 0]
+            scratch += scratch_bytes(value) if value else 0
+        return inputs, params, scratch, {*keep, *range(own, own + len(slots))}
 
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
         """A reshape of `source` that shares its buffer."""
@@ -125,7 +147,7 @@ class Lowering:
         for name, value in zip(node.input, inputs):
             if not name or value is None:
                 continue
-            if isinstance(value, Runtime):
+            if isinstance(value, (Runtime, Quantized)):
                 dtype, shape = value.dtype, value.shape
             else:
                 array = np.asarray(value)
@@ -171,6 +193,12 @@ class Lowering:
             values: list[Any] = [MISSING] * len(node.output)
         elif node.op_type == "If" and node.domain in ("", "ai.onnx"):
             values = self.lower_if(node, inputs[0], scope)
+        elif node.op_type == "DequantizeLinear" and node.domain in ("", "ai.onnx") and \
+                (quantized := from_dequantize(node, inputs)) is not None:
+            values = [quantized]
+        elif node.op_type in ("Reshape", "Cast") and isinstance(inputs[0], Quantized) and \
+                (quantized := follow(node, inputs[0], *self.infer(node, inputs)[0][::-1])) is not None:
+            values = [quantized]
         elif all(not isinstance(v, Runtime) for v in inputs) and not _has_subgraph(node):
             values = _fold(node, inputs, self.model)
         elif node.op_type in ("Shape", "Size") and isinstance(inputs[0], Runtime):

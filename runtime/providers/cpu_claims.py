@@ -16,6 +16,8 @@ F32 = frozenset({"float32"})
 INDEX = frozenset({"int32", "int64"})
 NUMBERS = frozenset({"float32", "int32", "int64"})
 HELD = frozenset({"float32", "int32", "int64", "int8", "uint8", "bool"})
+QUANTIZED = frozenset({"int8", "int4"})
+SCALES = frozenset({"float32", "float16"})
 
 
 def constants(*indices: int) -> Limit:
@@ -97,6 +99,14 @@ def resize_limit(node: onnx.NodeProto, values: Values) -> str | None:
     return None
 
 
+def half_on_constants(node: onnx.NodeProto, values: Values) -> str | None:
+    """float16 only as a quantized weight on its way to float32 (int4 scales): the data input is a constant."""
+    if "float16" in {values.types.get(name) for name in [*node.input, *node.output] if name} and \
+            node.input[0] not in values.constants:
+        return "float16 only on constants (quantized weights)"
+    return None
+
+
 def _claims() -> list[OpClaim]:
     claims = []
     for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
@@ -139,13 +149,15 @@ def _claims() -> list[OpClaim]:
         OpClaim("Pad", dtypes=HELD, limit=constants(1, 2, 3)),
         OpClaim("Resize", dtypes=F32 | {"int64"}, limit=every(resize_limit, constants(1, 2, 3),
                                                                input_types({0: F32}))),
-        OpClaim("Cast", dtypes=HELD),
+        OpClaim("Cast", dtypes=HELD | {"float16"}, limit=half_on_constants),
         OpClaim("CastLike", dtypes=HELD),
         OpClaim("Where", dtypes=HELD),
         OpClaim("Expand", dtypes=HELD, limit=constants(1)),
         OpClaim("Identity", dtypes=HELD),
         OpClaim("Dropout", dtypes=HELD, limit=every(single_output, constants(1, 2))),
-        OpClaim("Reshape", dtypes=HELD, limit=constants(1)),
+        OpClaim("Reshape", dtypes=HELD | {"float16"}, limit=every(constants(1), half_on_constants)),
+        OpClaim("DequantizeLinear", dtypes=SCALES | QUANTIZED,
+                limit=every(constants(0, 1, 2), input_types({0: QUANTIZED, 1: SCALES}))),
         OpClaim("Flatten", dtypes=HELD),
         OpClaim("Squeeze", dtypes=HELD, limit=constants(1)),
         OpClaim("Unsqueeze", dtypes=HELD, limit=constants(1)),

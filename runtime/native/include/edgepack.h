@@ -21,7 +21,8 @@ typedef enum ep_status {
 } ep_status;
 
 typedef enum ep_dtype {
-    EP_F32 = 1, EP_U8 = 2, EP_I8 = 3, EP_I32 = 6, EP_I64 = 7, EP_BOOL = 9
+    EP_F32 = 1, EP_U8 = 2, EP_I8 = 3, EP_I32 = 6, EP_I64 = 7, EP_BOOL = 9,
+    EP_F16 = 10, EP_I4 = 22 /* weight-only: the scales and packed values of quantized weights */
 } ep_dtype;
 
 #define EP_MAX_RANK 8

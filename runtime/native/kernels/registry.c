@@ -2,10 +2,12 @@
 #include "../ep_internal.h"
 
 extern const ep_kernel ep_kernel_copy, ep_kernel_skip_unless, ep_kernel_skip, ep_kernel_binary, ep_kernel_unary,
-    ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_pool, ep_kernel_softmax,
-    ep_kernel_reduce, ep_kernel_transpose, ep_kernel_concat, ep_kernel_split, ep_kernel_slice, ep_kernel_gather,
-    ep_kernel_pad, ep_kernel_resize, ep_kernel_channel_affine, ep_kernel_layer_norm, ep_kernel_cast, ep_kernel_where,
-    ep_kernel_expand, ep_kernel_lstm, ep_kernel_arg_extreme, ep_kernel_fail;
+    ep_kernel_pool, ep_kernel_softmax, ep_kernel_reduce, ep_kernel_transpose, ep_kernel_concat, ep_kernel_split,
+    ep_kernel_slice, ep_kernel_gather, ep_kernel_pad, ep_kernel_resize, ep_kernel_channel_affine, ep_kernel_layer_norm,
+    ep_kernel_cast, ep_kernel_where, ep_kernel_expand, ep_kernel_arg_extreme, ep_kernel_fail;
+/* Ops with weight slots: float32 weights, or quantized ones (quant.c). */
+extern const ep_kernel ep_kernel_conv_weights, ep_kernel_conv_transpose_weights, ep_kernel_matmul_weights,
+    ep_kernel_gemm_weights, ep_kernel_lstm_weights;
 
 const ep_kernel *ep_kernel_for(uint32_t op_id) {
     static const ep_kernel *const table[EP_OP_COUNT] = {
@@ -14,10 +16,10 @@ const ep_kernel *ep_kernel_for(uint32_t op_id) {
         [EP_OP_SKIP] = &ep_kernel_skip,
         [EP_OP_BINARY] = &ep_kernel_binary,
         [EP_OP_UNARY] = &ep_kernel_unary,
-        [EP_OP_CONV] = &ep_kernel_conv,
-        [EP_OP_CONV_TRANSPOSE] = &ep_kernel_conv_transpose,
-        [EP_OP_MATMUL] = &ep_kernel_matmul,
-        [EP_OP_GEMM] = &ep_kernel_gemm,
+        [EP_OP_CONV] = &ep_kernel_conv_weights,
+        [EP_OP_CONV_TRANSPOSE] = &ep_kernel_conv_transpose_weights,
+        [EP_OP_MATMUL] = &ep_kernel_matmul_weights,
+        [EP_OP_GEMM] = &ep_kernel_gemm_weights,
         [EP_OP_POOL] = &ep_kernel_pool,
         [EP_OP_SOFTMAX] = &ep_kernel_softmax,
         [EP_OP_REDUCE] = &ep_kernel_reduce,
@@ -33,7 +35,7 @@ const ep_kernel *ep_kernel_for(uint32_t op_id) {
         [EP_OP_CAST] = &ep_kernel_cast,
         [EP_OP_WHERE] = &ep_kernel_where,
         [EP_OP_EXPAND] = &ep_kernel_expand,
-        [EP_OP_LSTM] = &ep_kernel_lstm,
+        [EP_OP_LSTM] = &ep_kernel_lstm_weights,
         [EP_OP_ARG_EXTREME] = &ep_kernel_arg_extreme,
         [EP_OP_FAIL] = &ep_kernel_fail,
     };

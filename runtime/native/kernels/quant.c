@@ -1,0 +1,196 @@
+/* Quantized weights (int8 or packed int4 with float32 or float16 scales) under Conv, ConvTranspose, MatMul, Gemm
+   and LSTM. A quantized op carries, after its own inputs and parameters, one scale input and two parameter words
+   (axis, block size; 0 = one scale per index along the axis) per weight slot; EPK.md gives the layouts. Each call
+   dequantizes its weights into the head of the scratch, as ONNX DequantizeLinear computes them (rounded to float16
+   when the scales are float16), and runs the float kernel on them with the rest of the scratch. */
+#include "../ep_internal.h"
+
+extern const ep_kernel ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_lstm;
+
+#define MAX_SLOTS 2
+#define MAX_INPUTS 8
+
+typedef struct slots {
+    const ep_kernel *inner;
+    uint32_t own_inputs, own_params, count;
+    uint32_t input[MAX_SLOTS];
+} slots;
+
+static const slots *slots_of(uint32_t id) {
+    static const slots table[] = {
+        {&ep_kernel_conv, 3, 15, 1, {1, 0}},
+        {&ep_kernel_conv_transpose, 3, 17, 1, {1, 0}},
+        {&ep_kernel_matmul, 2, 0, 1, {1, 0}},
+        {&ep_kernel_gemm, 3, 7, 1, {1, 0}},
+        {&ep_kernel_lstm, 6, 2, 2, {1, 2}},
+    };
+    switch (id) {
+    case EP_OP_CONV: return &table[0];
+    case EP_OP_CONV_TRANSPOSE: return &table[1];
+    case EP_OP_MATMUL: return &table[2];
+    case EP_OP_GEMM: return &table[3];
+    case EP_OP_LSTM: return &table[4];
+    }
+    return 0;
+}
+
+static int is_quantized_form(const ep_node *n, const slots *s) {
+    return n->n_in == s->own_inputs + s->count && n->n_params == s->own_params + 2 * s->count;
+}
+
+/* Floats a dequantized weight takes in the scratch (a multiple of 16, so the next one stays aligned). */
+static size_t scratch_floats(const ep_tensor *w) { return ((size_t)w->count + 15) / 16 * 16; }
+
+static ep_status check_slot(const ep_node *n, const ep_tensor *w, const ep_tensor *scale, int32_t axis,
+                            int32_t block, char *error) {
+    if (!w) return scale || axis || block ? ep_fail(error, n, ": scales for an absent weight") : EP_OK;
+    if (w->dtype == EP_F32)
+        return scale || axis || block ? ep_fail(error, n, ": scales for a float32 weight") : EP_OK;
+    if (w->dtype != EP_I8 && w->dtype != EP_I4) return ep_fail(error, n, ": weights must be float32, int8 or int4");
+    if (!scale || (scale->dtype != EP_F32 && scale->dtype != EP_F16))
+        return ep_fail(error, n, ": quantized weights need float32 or float16 scales");
+    if (axis < 0 || axis >= w->rank || block < 0) return ep_fail(error, n, ": bad quantization axis or block size");
+    if (block == 0) {
+        if (scale->count != w->dims[axis]) return ep_fail(error, n, ": one scale per index along the axis");
+        return EP_OK;
+    }
+    int64_t outer = 1;
+    for (int32_t d = 0; d < axis; d++) outer *= w->dims[d];
+    if (scale->rank != 3 || scale->dims[0] != outer || scale->dims[2] < 1 || outer < 1 ||
+        w->count % (outer * scale->dims[2]))
+        return ep_fail(error, n, ": blocked scales must be [outer, blocks, inner] of the weight");
+    int64_t length = w->count / (outer * scale->dims[2]);
+    if (scale->dims[1] != (length + block - 1) / block) return ep_fail(error, n, ": blocked scales miss a block");
+    return EP_OK;
+}
+
+/* The node the float kernel sees: quantized weights replaced by float32 views (data in the scratch when running),
+   scale inputs and quantization words dropped. */
+static void float_view(const ep_node *n, const slots *s, ep_node *view, ep_tensor *tensors, ep_tensor **inputs) {
+    *view = *n;
+    view->n_in = s->own_inputs;
+    view->n_params = s->own_params;
+    view->in = inputs;
+    for (uint32_t i = 0; i < s->own_inputs; i++) inputs[i] = n->in[i];
+    for (uint32_t k = 0; k < s->count; k++) {
+        const ep_tensor *w = n->in[s->input[k]];
+        if (!w || w->dtype == EP_F32) continue;
+        tensors[k] = *w;
+        tensors[k].dtype = EP_F32;
+        tensors[k].bytes = (size_t)w->count * sizeof(float);
+        tensors[k].data = 0;
+        inputs[s->input[k]] = &tensors[k];
+    }
+}
+
+static ep_status check_quantized(const ep_node *n, size_t *scratch, char *error) {
+    const slots *s = slots_of(n->id);
+    if (!is_quantized_form(n, s)) return s->inner->check(n, scratch, error);
+    size_t floats = 0;
+    for (uint32_t k = 0; k < s->count; k++) {
+        const ep_tensor *w = n->in[s->input[k]];
+        int32_t axis = n->params[s->own_params + 2 * k], block = n->params[s->own_params + 2 * k + 1];
+        ep_status status = check_slot(n, w, n->in[s->own_inputs + k], axis, block, error);
+        if (status != EP_OK) return status;
+        if (w && w->dtype != EP_F32) floats += scratch_floats(w);
+    }
+    ep_node view;
+    ep_tensor tensors[MAX_SLOTS];
+    ep_tensor *inputs[MAX_INPUTS];
+    float_view(n, s, &view, tensors, inputs);
+    ep_status status = s->inner->check(&view, scratch, error);
+    *scratch += floats * sizeof(float);
+    return status;
+}
+
+/* x rounded to the nearest float16 value (ties to even), returned as float. */
+static float to_half_precision(float x) {
+    union { float f; uint32_t u; } v = {x};
+    uint32_t magnitude = v.u & 0x7FFFFFFFu;
+    if (magnitude >= 0x477FF000u) { /* 65520 and up round to infinity (NaN stays NaN) */
+        if (magnitude <= 0x7F800000u) v.u = (v.u & 0x80000000u) | 0x7F800000u;
+        return v.f;
+    }
+    if (magnitude < 0x38800000u) /* below 2^-14: float16 subnormals are multiples of 2^-24 */
+        return ep_roundf_even(x * 16777216.0f) * (1.0f / 16777216.0f);
+    v.u += 0xFFFu + ((v.u >> 13) & 1u);
+    v.u &= ~0x1FFFu;
+    return v.f;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+    union { uint32_t u; float f; } v;
+    if (exponent == 0) {
+        v.f = (float)mantissa * (1.0f / 16777216.0f);
+        v.u |= sign;
+    } else {
+        v.u = sign | (exponent == 31 ? 0x7F800000u | mantissa << 13 : (exponent + 112) << 23 | mantissa << 13);
+    }
+    return v.f;
+}
+
+static int32_t quantized_at(const ep_tensor *w, int64_t i) {
+    if (w->dtype == EP_I8) return ((const int8_t *)w->data)[i];
+    uint8_t byte = ((const uint8_t *)w->data)[i >> 1];
+    int32_t nibble = i & 1 ? byte >> 4 : byte & 0xF;
+    return nibble >= 8 ? nibble - 16 : nibble;
+}
+
+static float scale_at(const ep_tensor *scale, int64_t i) {
+    return scale->dtype == EP_F32 ? ((const float *)scale->data)[i] : half_to_float(((const uint16_t *)scale->data)[i]);
+}
+
+/* The whole weight as DequantizeLinear computes it. Per axis: scale[axis index]; blocked: the weight in flat order
+   is [outer, length, inner] and its scale is [outer, length / block, inner]. */
+static void dequantize(const ep_tensor *w, const ep_tensor *scale, int32_t axis, int32_t block, float *out) {
+    int64_t outer = 1, inner = 1;
+    for (int32_t d = 0; d < axis; d++) outer *= w->dims[d];
+    if (block) inner = scale->dims[2];
+    else for (int32_t d = axis + 1; d < w->rank; d++) inner *= w->dims[d];
+    int64_t length = outer && inner ? w->count / (outer * inner) : 0, blocks = block ? scale->dims[1] : 1;
+    int half = scale->dtype == EP_F16;
+    int64_t i = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t a = 0; a < length; a++) {
+            int64_t row = block ? (o * blocks + a / block) * inner : a;
+            for (int64_t r = 0; r < inner; r++, i++) {
+                float v = (float)quantized_at(w, i) * scale_at(scale, block ? row + r : row);
+                out[i] = half ? to_half_precision(v) : v;
+            }
+        }
+}
+
+static ep_status run_quantized(const ep_node *n, const ep_context *ctx) {
+    const slots *s = slots_of(n->id);
+    if (!is_quantized_form(n, s)) return s->inner->run(n, ctx);
+    ep_node view;
+    ep_tensor tensors[MAX_SLOTS];
+    ep_tensor *inputs[MAX_INPUTS];
+    float_view(n, s, &view, tensors, inputs);
+    size_t used = 0;
+    for (uint32_t k = 0; k < s->count; k++) {
+        const ep_tensor *w = n->in[s->input[k]];
+        if (!w || w->dtype == EP_F32) continue;
+        tensors[k].data = ctx->scratch + used;
+        dequantize(w, n->in[s->own_inputs + k], n->params[s->own_params + 2 * k],
+                   n->params[s->own_params + 2 * k + 1], ctx->scratch + used);
+        used += scratch_floats(w);
+    }
+    ep_context rest = {ctx->scratch + used, ctx->scratch_floats - used, ctx->error};
+    return s->inner->run(&view, &rest);
+}
+
+int ep_weight_only_read(const ep_node *n, uint32_t input) {
+    const slots *s = slots_of(n->id);
+    if (!s || !is_quantized_form(n, s)) return 0;
+    for (uint32_t k = 0; k < s->count; k++)
+        if (input == s->input[k] || input == s->own_inputs + k) return 1;
+    return 0;
+}
+
+const ep_kernel ep_kernel_conv_weights = {"Conv", check_quantized, run_quantized};
+const ep_kernel ep_kernel_conv_transpose_weights = {"ConvTranspose", check_quantized, run_quantized};
+const ep_kernel ep_kernel_matmul_weights = {"MatMul", check_quantized, run_quantized};
+const ep_kernel ep_kernel_gemm_weights = {"Gemm", check_quantized, run_quantized};
+const ep_kernel ep_kernel_lstm_weights = {"LSTM", check_quantized, run_quantized};

@@ -1,0 +1,99 @@
+"""Quantized weights in the lowering: a constant DequantizeLinear of int8 or int4 values (and the Reshape and Cast
+the int4 form adds) stays quantized until a weight slot of Conv, ConvTranspose, MatMul, Gemm or LSTM reads it; the
+plan then stores the integers and scales, and the op dequantizes per call. Any other reader gets the float array."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+SLOTS = {"Conv": (3, [1]), "ConvTranspose": (3, [1]), "MatMul": (2, [1]), "Gemm": (3, [1]), "LSTM": (6, [1, 2])}
+"""Plan op -> (its own input count, the inputs that are weight slots): quant.c's table."""
+SCRATCH_ALIGN = 16
+
+
+@dataclass(eq=False)
+class Quantized:
+    """int8 or int4 `values` in the float weight's shape with their `scale`: per axis (1-D, `block` 0), or in blocks
+    of `block` along the flattened [outer, length, inner] view of the values (scale [outer, blocks, inner])."""
+
+    values: np.ndarray
+    scale: np.ndarray
+    axis: int
+    block: int
+    dtype: str
+    cached: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.values.shape)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """DequantizeLinear's result (computed in the scale's type), then the Cast this value went through."""
+        if self.cached is None:
+            values = self.values.astype(np.float32)
+            if self.block:
+                outer, blocks, inner = self.scale.shape
+                steps = np.repeat(self.scale.astype(np.float32), self.block, axis=1)
+                flat = values.reshape(outer, -1, inner)
+                values = (flat * steps[:, :flat.shape[1]]).reshape(self.shape)
+            else:
+                values = values * self.scale.astype(np.float32).reshape(
+                    [-1 if a == self.axis else 1 for a in range(values.ndim)])
+            self.cached = values.astype(self.scale.dtype).astype(self.dtype)
+        return self.cached if dtype is None else self.cached.astype(dtype)
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
+    return next((a.i for a in node.attribute if a.name == name), default)
+
+
+def from_dequantize(node: onnx.NodeProto, inputs: Sequence[Any]) -> Quantized | None:
+    """The quantized value of a DequantizeLinear whose inputs are constants, or None when the core does not keep
+    that form quantized (it is then folded to floats)."""
+    if any(not isinstance(v, np.ndarray) for v in inputs[:2]) or \
+            (len(inputs) > 2 and inputs[2] is not None and not isinstance(inputs[2], np.ndarray)):
+        return None
+    values, scale = inputs[0], inputs[1]
+    zero = inputs[2] if len(inputs) > 2 else None
+    if values.dtype.name not in ("int8", "int4") or scale.dtype.name not in ("float32", "float16") or values.ndim == 0:
+        return None
+    if zero is not None and (zero.dtype != values.dtype or np.any(zero.astype(np.int8) != 0)):
+        return None
+    if _attribute(node, "output_dtype", 0) not in (0, onnx.helper.np_dtype_to_tensor_dtype(scale.dtype)):
+        return None
+    axis = _attribute(node, "axis", 1) % values.ndim
+    block = _attribute(node, "block_size", 0)
+    if scale.size == 1 and block == 0:
+        return Quantized(values, np.full(values.shape[0], scale.reshape(-1)[0]), 0, 0, scale.dtype.name)
+    if block == 0:
+        return Quantized(values, scale, axis, 0, scale.dtype.name) if scale.ndim == 1 else None
+    outer = int(np.prod(values.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(values.shape[axis + 1:], dtype=np.int64))
+    blocks = -(-values.shape[axis] // block)
+    if scale.shape != tuple(blocks if a == axis else d for a, d in enumerate(values.shape)):
+        return None
+    return Quantized(values, scale.reshape(outer, blocks, inner), axis, block, scale.dtype.name)
+
+
+def follow(node: onnx.NodeProto, value: Quantized, shape: Sequence[int], dtype: str) -> Quantized | None:
+    """A Reshape or Cast to float32 of a quantized value, kept quantized (None: the form does not allow it)."""
+    if node.op_type == "Cast":
+        return Quantized(value.values, value.scale, value.axis, value.block, dtype) if dtype == "float32" else None
+    if not value.block:
+        return None
+    outer = value.scale.shape[0]
+    for axis in range(len(shape)):
+        if int(np.prod(shape[:axis], dtype=np.int64)) == outer:
+            return Quantized(value.values.reshape(shape), value.scale, axis, value.block, value.dtype)
+    return None
+
+
+def scratch_bytes(value: Quantized) -> int:
+    """The scratch the op takes for this weight dequantized (quant.c keeps each one 64-byte aligned)."""
+    count = int(np.prod(value.shape, dtype=np.int64))
+    return (count + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN * 4

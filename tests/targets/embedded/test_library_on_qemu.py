@@ -1,0 +1,38 @@
+"""Every sample model built with `--profile raspberry-pi`: its C library, cross-compiled for aarch64 with the bundle's
+Makefile (and once with CMake and the toolchain file), runs under qemu-aarch64 and matches `reference` on the
+bundle's graph within 1e-4 (max abs diff over max(1, max |reference output|))."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from edgepack import samples
+from edgepack.targets.embedded.example_run import build_example, run_example
+
+from .library_builds import TOLERANCE, LibraryBuilds, relative_error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", samples.names())
+def test_sample_library_matches_reference_under_qemu(builds: LibraryBuilds, name: str) -> None:
+    expected = builds.reference(name)
+    actual = builds.outputs(name)
+    assert sorted(actual) == sorted(expected)
+    for key, value in expected.items():
+        assert actual[key].shape == value.shape, key
+        assert actual[key].dtype == value.dtype, key
+        assert relative_error(value, actual[key]) <= TOLERANCE, key
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_cmake_with_the_toolchain_file_builds_a_library_that_matches_reference(builds: LibraryBuilds,
+                                                                                tmp_path) -> None:
+    library = builds.library("tiny-transformer")
+    binary = build_example(library, tmp_path / "cmake-build", system="cmake")
+    assert (tmp_path / "cmake-build" / f"lib{library.name}.a").is_file()
+    assert binary.read_bytes()[18] == 183  # ELF e_machine: EM_AARCH64
+    actual = run_example(library, binary, samples.feeds("tiny-transformer")).outputs
+    for key, value in builds.reference("tiny-transformer").items():
+        assert relative_error(value, actual[key]) <= TOLERANCE, key

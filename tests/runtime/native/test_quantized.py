@@ -1,0 +1,145 @@
+"""int8 (per output channel) and int4 (blocks of 32, float16 scales) weights, as edgepack's quantizer writes them,
+stay quantized in the plan and run on the C core: every sample matches `reference` running the same quantized
+model, the plan's weights shrink to about 0.27x / 0.16x of fp32, and the loader refuses broken quantized records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+import onnx
+import pytest
+from onnx import version_converter
+
+from edgepack import samples
+from edgepack.packager.quantize import quantize
+from edgepack.packager.slim import slim
+from edgepack.runtime.native import epk
+from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.epk import WEIGHT, Plan
+from edgepack.runtime.native.lower import lower_to_plan
+from edgepack.runtime.providers import PROVIDERS
+
+from .sample_plans import TOLERANCE, feeds, relative_error, slimmed
+
+TENSOR, OP, BOUNDS = 4, 5, 3
+RATIO = {"int8": 0.30, "int4": 0.17}
+"""The most a quantized plan's weight bytes may be of the fp32 plan's (the quantizer's targets are 0.27 and 0.16 of
+the model's weights; small models keep relatively more fp32 biases)."""
+
+
+@cache
+def at_opset_21(name: str) -> onnx.ModelProto:
+    return slim(version_converter.convert_version(slimmed(name), 21))[0]
+
+
+@cache
+def quantized(name: str, weights: str) -> onnx.ModelProto:
+    return quantize(at_opset_21(name), weights).model
+
+
+@cache
+def expected(name: str, weights: str) -> dict[str, np.ndarray]:
+    return PROVIDERS["reference"].compile(quantized(name, weights), {}).run(feeds(name))
+
+
+def shapes(name: str) -> dict[str, tuple[int, ...]]:
+    return {k: v.shape for k, v in feeds(name).items()}
+
+
+def weight_bytes(plan: Plan) -> int:
+    return sum(t.nbytes for t in plan.tensors if t.location == WEIGHT)
+
+
+def matches(provider: str, name: str, weights: str) -> None:
+    outputs = PROVIDERS[provider].compile(quantized(name, weights), {}).run(feeds(name))
+    for key, value in expected(name, weights).items():
+        assert outputs[key].shape == value.shape
+        assert relative_error(value, outputs[key]) <= TOLERANCE, key
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+@pytest.mark.parametrize("name", samples.names())
+def test_quantized_sample_matches_reference_on_cpu(name: str, weights: str) -> None:
+    matches("cpu", name, weights)
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+@pytest.mark.parametrize("name", ["tiny-cnn", "tiny-transformer", "ppocr-cls", "silero-vad-16k-sequence"])
+def test_quantized_plan_keeps_the_integer_weights(name: str, weights: str) -> None:
+    plan = lower_to_plan(quantized(name, weights), shapes(name))
+    assert weight_bytes(plan) <= RATIO[weights] * weight_bytes(lower_to_plan(at_opset_21(name), shapes(name)))
+    assert any(t.dtype == weights and t.location == WEIGHT for t in plan.tensors)
+
+
+@pytest.mark.parametrize("provider, name, weights", [
+    ("neon", "tiny-cnn", "int4"), ("neon", "tiny-transformer", "int8"),
+    ("wasm", "tiny-cnn", "int8"), ("wasm", "tiny-transformer", "int4")])
+def test_quantized_sample_matches_reference_emulated(provider: str, name: str, weights: str) -> None:
+    if PROVIDERS[provider].missing() is not None:
+        pytest.skip(str(PROVIDERS[provider].missing()))
+    matches(provider, name, weights)
+
+
+def quantized_op(plan: Plan) -> epk.Op:
+    return next(op for op in plan.ops if op.kind == "Conv" and len(op.inputs) == 4)
+
+
+def set_scale_shape(plan: Plan) -> None:
+    scale = plan.tensors[quantized_op(plan).inputs[3]]
+    scale.shape = (scale.shape[0], scale.shape[1] - 1, scale.shape[2])
+    scale.data = np.ascontiguousarray(scale.data[:, :-1])
+
+
+def set_block(plan: Plan) -> None:
+    quantized_op(plan).params[-1] = 16
+
+
+def drop_scale(plan: Plan) -> None:
+    quantized_op(plan).inputs[3] = None
+
+
+def weight_in_arena(plan: Plan) -> None:
+    plan.tensors[quantized_op(plan).inputs[1]].location = epk.ARENA
+
+
+def nibbles_past_the_weights(plan: Plan) -> None:
+    """The record claims more int4 values than the blob holds after the weight's offset."""
+    plan.tensors[quantized_op(plan).inputs[1]].shape = (2 * 10**8,)
+
+
+def scale_read_by_another_op(plan: Plan) -> None:
+    op = next(op for op in plan.ops if op.kind == "Copy")
+    op.inputs[0] = quantized_op(plan).inputs[3]
+
+
+HOSTILE: dict[str, tuple[Callable[[Plan], None], int]] = {
+    "blocked scales miss a block": (set_scale_shape, OP),
+    "block size differs from the scales": (set_block, OP),
+    "scales absent": (drop_scale, OP),
+    "int4 weight in the arena": (weight_in_arena, TENSOR),
+    "int4 nibbles past the weights": (nibbles_past_the_weights, BOUNDS),
+    "float16 scales read by a Copy": (scale_read_by_another_op, TENSOR),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_broken_quantized_record_is_refused(case: str) -> None:
+    mutate, status = HOSTILE[case]
+    plan = lower_to_plan(quantized("tiny-cnn", "int4"), shapes("tiny-cnn"))
+    NativeSession(epk.write(plan))
+    mutate(plan)
+    with pytest.raises(NativeError) as caught:
+        NativeSession(epk.write(plan))
+    assert caught.value.status == status, str(caught.value)
+
+
+def test_per_channel_int8_scales_must_match_the_channels() -> None:
+    plan = lower_to_plan(quantized("tiny-cnn", "int8"), shapes("tiny-cnn"))
+    op = next(op for op in plan.ops if op.kind == "Conv" and len(op.inputs) == 4)
+    scale = plan.tensors[op.inputs[3]]
+    scale.shape, scale.data = (scale.shape[0] - 1,), scale.data[:-1]
+    with pytest.raises(NativeError) as caught:
+        NativeSession(epk.write(plan))
+    assert caught.value.status == OP and "scale" in str(caught.value)

@@ -12,6 +12,7 @@ import onnx
 from edgepack.errors import EdgepackError
 from edgepack.runtime.native.epk import OPS, Plan, write
 from edgepack.runtime.native.lower import lower_to_plan
+from edgepack.runtime.native.lower_ops import EMITTERS
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
 from . import c_api, core_sources
@@ -22,6 +23,8 @@ CORE_PROVIDERS = ("neon", "cpu")
 PLAN_FOLDER = "model"
 TOOLCHAIN = "cmake/aarch64-linux-gnu.cmake"
 NPY_SOURCES = ("npy.c", "npy.h")
+LOWERED_IN_PLACE = ("If", "Shape", "Size")
+"""Ops the lowering handles itself rather than through an emitter."""
 
 
 def library_name(bundle: BundleInput) -> str:
@@ -62,13 +65,42 @@ def core_partition(bundle: BundleInput) -> Any:
     return bundle.partitions[0]
 
 
+def node_label(node: onnx.NodeProto) -> str:
+    """How the lowering names a node in its errors: `OpType (name)`."""
+    return f"{node.op_type} ({node.name or node.output[0]})"
+
+
+def missing_nodes(graph: onnx.GraphProto, message: str) -> list[str]:
+    """The nodes a lowering error names as missing, then the nodes after them with no kernel either: the lowering
+    stops at the first node of a chain, since what reads its outputs is never reached."""
+    reported, unreached, tainted = [], [], set()
+    for node in graph.node:
+        label = node_label(node)
+        if label in message:
+            reported.append(label)
+        elif any(name in tainted for name in node.input):
+            if node.op_type not in EMITTERS and node.op_type not in LOWERED_IN_PLACE:
+                unreached.append(label)
+        else:
+            continue
+        tainted.update(node.output)
+    return reported + unreached
+
+
 def lowered(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> Plan:
-    """The plan; a node the core cannot run fails the build with every such node listed."""
+    """The plan; when the core cannot run some nodes, the build fails listing them and their ops."""
     try:
         return lower_to_plan(model, shapes)
     except EdgepackError as error:
-        raise EdgepackError(f"the C library cannot be built: {error.what}", where=error.where,
-                            fix=error.fix or "run `edgepack inspect` on the model to see its ops") from error
+        missing = missing_nodes(model.graph, error.what)
+        if not missing:
+            raise EdgepackError(f"the C library cannot be built: {error.what}", where=error.where,
+                                fix=error.fix) from error
+        ops = sorted({entry.split(" (")[0] for entry in missing})
+        raise EdgepackError(f"the C library cannot be built: the C core has no kernel for {', '.join(ops)}, used by "
+                            f"{len(missing)} node(s): {', '.join(missing)}", where=model.graph.name or "model",
+                            fix="replace these nodes with ops the core has (runtime/native/EPK.md lists them), or "
+                                "build with a profile whose providers run them") from error
 
 
 @register("embedded", "C library: the runtime core with the model's kernels, .epk plan, header, Make/CMake, example",

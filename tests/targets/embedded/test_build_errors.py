@@ -1,0 +1,61 @@
+"""Build errors of the embedded target, each one paragraph with exit code 2: dynamic dims left unpinned, and ops the
+C core lacks (every such node listed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def save(model: onnx.ModelProto, path: Path) -> Path:
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path
+
+
+def dynamic_length_model(path: Path) -> Path:
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "length"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "length"])])
+    return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def unsupported_ops_model(path: Path) -> Path:
+    nodes = [helper.make_node("Hardmax", ["x"], ["h"], name="pick_max"),
+             helper.make_node("CumSum", ["h", "axis"], ["c"], name="running_total"),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
+    return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_dynamic_dims_fail_the_build_and_say_how_to_pin_them(cli, tmp_path: Path) -> None:
+    model = dynamic_length_model(tmp_path / "dynamic.onnx")
+    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist")
+    assert result.code == 2
+    assert "x [1, 'length']" in result.message and "dynamic dims" in result.message
+    assert "--input-shape x=..." in result.message
+    assert "\n" not in " ".join(result.message.split("\n")[:1]) and result.message.count("error:") == 1
+    assert not (tmp_path / "dist" / "dynamic-raspberry-pi").exists()
+
+
+def test_pinning_the_dynamic_dim_builds_the_library(cli, tmp_path: Path) -> None:
+    model = dynamic_length_model(tmp_path / "dynamic.onnx")
+    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist", "--input-shape", "x=1,16")
+    assert result.code == 0, result.message
+    header = (tmp_path / "dist" / "dynamic-raspberry-pi" / "include" / "dynamic.h").read_text()
+    assert '/* input "x": float32 [1, 16] */' in header
+
+
+def test_ops_the_core_lacks_fail_the_build_with_every_missing_node(cli, tmp_path: Path) -> None:
+    model = unsupported_ops_model(tmp_path / "unsupported.onnx")
+    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist")
+    assert result.code == 2
+    message = " ".join(result.message.split())
+    assert "the C library cannot be built" in message
+    assert "Hardmax (pick_max)" in message and "CumSum (running_total)" in message
+    assert "Relu" not in message
+    assert not (tmp_path / "dist" / "unsupported-raspberry-pi").exists()

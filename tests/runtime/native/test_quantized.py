@@ -4,8 +4,10 @@ model, the plan's weights shrink to about 0.27x / 0.16x of fp32, and the loader 
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -17,6 +19,7 @@ from edgepack.packager.quantize import quantize
 from edgepack.packager.slim import slim
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.build import runner
 from edgepack.runtime.native.epk import WEIGHT, Plan
 from edgepack.runtime.native.lower import lower_to_plan
 from edgepack.runtime.providers import PROVIDERS
@@ -143,3 +146,15 @@ def test_per_channel_int8_scales_must_match_the_channels() -> None:
     with pytest.raises(NativeError) as caught:
         NativeSession(epk.write(plan))
     assert caught.value.status == OP and "scale" in str(caught.value)
+
+
+def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path) -> None:
+    plan = lower_to_plan(quantized("tiny-cnn", "int4"), shapes("tiny-cnn"))
+    (tmp_path / "plan.epk").write_bytes(epk.write(plan))
+    (value,) = feeds("tiny-cnn").values()
+    np.save(tmp_path / "in0.npy", value)
+    proc = subprocess.run([str(runner(sanitized=True)), str(tmp_path / "plan.epk"), str(tmp_path),
+                           str(tmp_path / "in0.npy")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr
+    (reference,) = expected("tiny-cnn", "int4").values()
+    assert relative_error(reference, np.load(tmp_path / "0.npy")) <= TOLERANCE

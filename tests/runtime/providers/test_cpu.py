@@ -83,3 +83,29 @@ def test_nodes_the_core_cannot_run_are_listed_by_op_and_name() -> None:
 def test_symbolic_input_dims_need_a_shape() -> None:
     with pytest.raises(EdgepackError, match="symbolic dims"):
         lower(slimmed("tiny-cnn"))
+
+
+def test_dequantize_is_claimed_on_constant_int8_and_int4_weights_only() -> None:
+    import ml_dtypes
+
+    weights = [onnx.numpy_helper.from_array(np.ones((4, 2), np.int8), "q8"),
+               onnx.numpy_helper.from_array(np.ones((4, 2), ml_dtypes.int4), "q4"),
+               onnx.numpy_helper.from_array(np.ones((4, 2), np.uint8), "u8"),
+               onnx.numpy_helper.from_array(np.ones(2, np.float32), "s32"),
+               onnx.numpy_helper.from_array(np.ones((1, 2), np.float16), "s16")]
+    nodes = [helper.make_node("DequantizeLinear", ["q8", "s32"], ["w8"], axis=1),
+             helper.make_node("DequantizeLinear", ["q4", "s16"], ["w4"], axis=0, block_size=32),
+             helper.make_node("DequantizeLinear", ["x", "s32"], ["wx"], axis=1),
+             helper.make_node("DequantizeLinear", ["u8", "s32"], ["wu"], axis=1),
+             helper.make_node("Cast", ["s16"], ["s16f"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["h"], ["hf"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [4, 2]),
+                                           helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2])],
+                              [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes],
+                              weights)
+    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    values, opsets = graph_values(model.graph), model_opsets(model)
+    refusals = {n.output[0]: PROVIDERS["cpu"].capability.refusal(n, opsets, values) for n in model.graph.node}
+    assert refusals["w8"] is None and refusals["w4"] is None and refusals["s16f"] is None
+    assert "must be a constant" in refusals["wx"] and "on uint8 is not supported" in refusals["wu"]
+    assert "float16 only on constants" in refusals["hf"]

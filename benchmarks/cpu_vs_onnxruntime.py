@@ -1,0 +1,265 @@
+"""The `cpu` provider (edgepack's C runtime core, host build, through ctypes) against onnxruntime on the CPU.
+
+    python benchmarks/cpu_vs_onnxruntime.py [--blocks 9] [--block-ms 400] [--warmup 2] [--seed 0]
+                                            [--no-memory] [model ...]
+
+Models: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320, ppocr-cls at 1x3x48x192 and silero-vad (a 512-sample
+chunk at 16 kHz), each slimmed as a build slims it; the inputs are `samples.feeds(name, --seed)` (synthetic text
+images for the OCR models), the same arrays for both sides. edgepack lowers the slimmed model once to an `.epk`
+plan at those shapes (`runtime/native/lower.py`, not timed) and runs it with `NativeSession`; onnxruntime runs the
+same slimmed model (CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra- and 1 inter-op thread).
+
+latency: one call is `run(feeds)` from Python on either side (inputs copied in, outputs copied out: onnxruntime's
+`InferenceSession.run` and `NativeSession.run` both do). The two sides are timed in this process in --blocks
+blocks that alternate which side goes first; in every block each side opens a fresh session (two sessions of one
+model can differ in speed for their whole life), calls it --warmup times untimed, then N times, each call timed on two
+clocks: wall time (`time.perf_counter`) and this process's CPU time (`time.process_time`, all its threads), which
+leaves out the time the process waited for a core while other work held it; N makes the slower side's block about
+--block-ms of wall time (at least 3). Per clock, a side's latency is the median of its block medians; the ratio is
+cpu / onnxruntime (below 1: the C core is faster) with the range of the per-block wall-time ratios, which shows the
+noise. The geometric mean of the per-model ratios is checked against the target of issue 5 (<= 1.5) on both
+clocks. Absolute times are this machine's, and other work shares it: read the ratios.
+
+max |diff|: the largest absolute difference between the two sides' outputs, over every output, on the timed input.
+
+memory: edgepack's plan states its memory: the activation arena, the kernels' scratch and the weight blob (read in
+place), from the `.epk` header. Both sides are also measured the same way, each in a fresh Python process (spawned,
+one per side and model): with the runtime imported, the model or plan bytes and the inputs in memory and freed heap
+pages handed back (`malloc_trim`, so that reusing them counts), the peak RSS is reset (`/proc/self/clear_refs`);
+then a session is opened and called --warmup + 1 times, and the growth is VmHWM after minus VmRSS before. It counts
+what each runtime allocates and touches (edgepack: its aligned copy of the plan and its session memory;
+onnxruntime: the parsed model, initializers, arena and prepacked weights) and code pages touched for the first
+time. With --no-memory the measured columns are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import math
+import multiprocessing
+import statistics
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from rich.console import Console
+from rich.table import Table
+
+from edgepack import samples
+from edgepack.loader import check_model, load_model
+from edgepack.packager.slim import slim
+from edgepack.runtime.native.binding import NativeSession, library
+from edgepack.runtime.native.lower import lower
+
+Feeds = dict[str, np.ndarray]
+Run = Callable[[Feeds], dict[str, np.ndarray]]
+MODELS = ("ppocr-det", "ppocr-rec", "ppocr-cls", "silero-vad")
+TARGET = 1.5
+"""Issue 5: the geometric mean of cpu / onnxruntime latency over the models is at most this."""
+SIDES = ("cpu", "onnxruntime")
+CLOCKS = ("wall", "cpu")
+MB = 1 << 20
+
+
+@dataclass
+class Case:
+    name: str
+    model: bytes
+    """The slimmed model, serialized for onnxruntime."""
+    plan: bytes
+    feeds: Feeds
+    blocks: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """Median seconds per call, one per block, by clock and side."""
+    growth: dict[str, int] = field(default_factory=dict)
+    """Peak RSS growth in bytes, by side."""
+
+
+def serialized(model: onnx.ModelProto) -> bytes:
+    """`model` as onnxruntime 1.31 reads it (IR 10; onnx 1.23 writes IR 14)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.ir_version = 10
+    return copy.SerializeToString()
+
+
+def load_case(name: str, seed: int) -> Case:
+    model = slim(check_model(load_model(samples.path(name)).model, name))[0]
+    feeds = samples.feeds(name, seed)
+    return Case(name, serialized(model), lower(model, {key: value.shape for key, value in feeds.items()}), feeds)
+
+
+def ort_session(model: bytes) -> Run:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return lambda feeds: dict(zip(names, session.run(names, feeds)))
+
+
+def cpu_session(plan: bytes) -> Run:
+    return NativeSession(plan).run
+
+
+def opener(side: str, case: Case) -> Callable[[], Run]:
+    """What opens a fresh session of `case` on `side`."""
+    if side == "cpu":
+        return lambda: cpu_session(case.plan)
+    return lambda: ort_session(case.model)
+
+
+def plan_memory(plan: bytes) -> tuple[int, int, int]:
+    """Arena, scratch and weight bytes from the `.epk` header (words 18, 19 and 20; see runtime/native/EPK.md)."""
+    weights, arena, scratch = struct.unpack_from("<3I", plan, 18 * 4)
+    return arena, scratch, weights
+
+
+def max_abs_diff(case: Case) -> float:
+    ours, theirs = cpu_session(case.plan)(case.feeds), ort_session(case.model)(case.feeds)
+    return max(float(np.max(np.abs(ours[name].astype(np.float64) - theirs[name].astype(np.float64))))
+               for name in theirs)
+
+
+def timed(run: Run, feeds: Feeds, count: int) -> dict[str, list[float]]:
+    """Seconds of each of `count` calls, by clock."""
+    times: dict[str, list[float]] = {clock: [] for clock in CLOCKS}
+    for _ in range(count):
+        wall, cpu = time.perf_counter(), time.process_time()
+        run(feeds)
+        times["cpu"].append(time.process_time() - cpu)
+        times["wall"].append(time.perf_counter() - wall)
+    return times
+
+
+def time_blocks(case: Case, blocks: int, block_s: float, warmup: int) -> None:
+    """Each side's median per block; the first side alternates every block and each block opens fresh sessions."""
+    opens = {side: opener(side, case) for side in SIDES}
+    slowest = max(statistics.median(timed(opens[side](), case.feeds, warmup + 1)["wall"]) for side in SIDES)
+    runs = max(3, round(block_s / slowest))
+    case.blocks = {clock: {side: [] for side in SIDES} for clock in CLOCKS}
+    for block in range(blocks):
+        for side in SIDES if block % 2 == 0 else SIDES[::-1]:
+            run = opens[side]()
+            timed(run, case.feeds, warmup)
+            gc.collect()
+            for clock, times in timed(run, case.feeds, runs).items():
+                case.blocks[clock][side].append(statistics.median(times))
+            del run
+
+
+def status_bytes(field_name: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field_name + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field_name}")
+
+
+def peak_growth(side: str, payload: bytes, feeds: Feeds, calls: int) -> int:
+    """In a fresh process: the peak RSS growth of opening `payload` (plan or model bytes) on `side` and calling it
+    `calls` times. Runs in a spawned child, so that no earlier allocation is reused."""
+    if side == "cpu":
+        library()
+    gc.collect()
+    ctypes.CDLL(None).malloc_trim(0)
+    before = status_bytes("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    run = cpu_session(payload) if side == "cpu" else ort_session(payload)
+    for _ in range(calls):
+        run(feeds)
+    return status_bytes("VmHWM") - before
+
+
+def measure_memory(cases: list[Case], calls: int) -> None:
+    context = multiprocessing.get_context("spawn")
+    for case in cases:
+        for side in SIDES:
+            with context.Pool(1) as pool:
+                payload = case.plan if side == "cpu" else case.model
+                case.growth[side] = pool.apply(peak_growth, (side, payload, case.feeds, calls))
+
+
+def megabytes(count: int) -> str:
+    return f"{count / MB:.1f}"
+
+
+def ratio(case: Case, clock: str) -> float:
+    """cpu / onnxruntime: the ratio of the medians of block medians on `clock`."""
+    return statistics.median(case.blocks[clock]["cpu"]) / statistics.median(case.blocks[clock]["onnxruntime"])
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_note: str) -> None:
+    table = Table(title="edgepack cpu (C core, ctypes) vs onnxruntime (CPU EP, ORT_ENABLE_ALL), 1 thread",
+                  title_justify="left", caption=runs_note, caption_justify="left")
+    for column in ("model", "input", "cpu ms", "ort ms", "cpu / ort, wall (block range)", "cpu / ort, CPU time",
+                   "max |diff|"):
+        table.add_column(column, justify="left" if column in ("model", "input") else "right")
+    for case in cases:
+        wall = case.blocks["wall"]
+        spread = [a / b for a, b in zip(wall["cpu"], wall["onnxruntime"])]
+        shapes = ", ".join("x".join(map(str, v.shape)) or "scalar" for v in case.feeds.values())
+        table.add_row(case.name, shapes, *(f"{statistics.median(wall[side]) * 1000:.3f}" for side in SIDES),
+                      f"{ratio(case, 'wall'):.2f} ({min(spread):.2f}-{max(spread):.2f})", f"{ratio(case, 'cpu'):.2f}",
+                      f"{diffs[case.name]:.2e}")
+    geomeans = {clock: geometric_mean([ratio(case, clock) for case in cases]) for clock in CLOCKS}
+    table.add_section()
+    table.add_row("geometric mean", "", "", "", f"{geomeans['wall']:.2f}", f"{geomeans['cpu']:.2f}", "")
+    console.print(table)
+    for clock, label in (("wall", "wall time"), ("cpu", "CPU time")):
+        console.print(f"target (issue 5): geometric mean of cpu / onnxruntime latency <= {TARGET}x; on {label}: "
+                      f"{geomeans[clock]:.2f}x, {'holds' if geomeans[clock] <= TARGET else 'does not hold'}")
+
+    memory = Table(title="memory, MB (plan: the .epk header's own figures; growth: peak RSS growth in a fresh "
+                         "process)", title_justify="left")
+    for column in ("model", "arena", "scratch", "weights", "plan total", "cpu growth", "ort growth",
+                   "plan / ort growth", "cpu / ort growth"):
+        memory.add_column(column, justify="left" if column == "model" else "right")
+    for case in cases:
+        arena, scratch, weights = plan_memory(case.plan)
+        total = arena + scratch + weights
+        measured = ["-"] * 4
+        if case.growth:
+            cpu_growth, ort_growth = case.growth["cpu"], case.growth["onnxruntime"]
+            measured = [megabytes(cpu_growth), megabytes(ort_growth), f"{total / ort_growth:.2f}",
+                        f"{cpu_growth / ort_growth:.2f}"]
+        memory.add_row(case.name, megabytes(arena), megabytes(scratch), megabytes(weights), megabytes(total),
+                       *measured)
+    console.print(memory)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", default=list(MODELS), help=f"models (default: {' '.join(MODELS)})")
+    parser.add_argument("--blocks", type=int, default=9, help="interleaved timing blocks (default: 9)")
+    parser.add_argument("--block-ms", type=float, default=400.0, help="about how long a side's block of calls takes")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed calls per fresh session (default: 2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS measurements")
+    args = parser.parse_args()
+
+    console = Console(width=200)
+    cases = [load_case(name, args.seed) for name in args.names]
+    diffs = {case.name: max_abs_diff(case) for case in cases}
+    if not args.no_memory:
+        measure_memory(cases, args.warmup + 1)
+    for case in cases:
+        time_blocks(case, args.blocks, args.block_ms / 1000, args.warmup)
+    report(console, cases, diffs, f"onnxruntime {ort.__version__}; ms are wall time; medians of {args.blocks} "
+                                  f"interleaved blocks of about {args.block_ms:.0f} ms per side, fresh sessions per "
+                                  f"block, {args.warmup} warmup calls each")
+
+
+if __name__ == "__main__":
+    main()

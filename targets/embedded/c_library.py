@@ -119,6 +119,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     sources = _write_core(staging, selection)
     _write(staging / "include" / f"{name}.h", c_api.header(name, inputs, outputs, __version__))
     _write(staging / "src" / f"{name}.c", c_api.source(name, inputs, outputs))
+    _write(staging / "src" / f"{name}_plan.S", render("plan.S", MODEL=name))
     sources.append(f"src/{name}.c")
     _write_build_files(staging, name, sorted(sources))
     input_names = ", ".join(port.name for port in inputs)
@@ -163,6 +164,7 @@ def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[st
 
 
 def _write_build_files(staging: Path, name: str, sources: list[str]) -> None:
-    _write(staging / "Makefile", render("Makefile", MODEL=name, LIBRARY_SOURCES=" \\\n    ".join(sources)))
-    _write(staging / "CMakeLists.txt", render("CMakeLists.txt", MODEL=name, CMAKE_SOURCES="\n  ".join(sources)))
+    fields = {"MODEL": name, "PREFIX": name.upper()}
+    _write(staging / "Makefile", render("Makefile", LIBRARY_SOURCES=" \\\n    ".join(sources), **fields))
+    _write(staging / "CMakeLists.txt", render("CMakeLists.txt", CMAKE_SOURCES="\n  ".join(sources), **fields))
     _write(staging / TOOLCHAIN, render("aarch64-linux-gnu.cmake"))

@@ -68,19 +68,20 @@ def missing_tools(system: str = "make") -> list[str]:
     return [tool for tool in (CROSS_COMPILER, system, EMULATOR) if not shutil.which(tool)]
 
 
-def build_example(library: Library, build_dir: Path, system: str = "make") -> Path:
+def build_example(library: Library, build_dir: Path, system: str = "make", embed_plan: bool = False) -> Path:
     """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
-    CMake and its toolchain file; returns the example binary."""
+    CMake and its toolchain file (with `embed_plan`, the plan linked in); returns the example binary."""
     missing = missing_tools(system)
     if missing:
         raise EdgepackError(f"cross-compiling the C library needs {', '.join(missing)}, not installed here",
                             fix=INSTALL)
     build_dir = build_dir.absolute()
     if system == "make":
-        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "-j2"]]
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", f"EMBED_PLAN={int(embed_plan)}", "-j2"]]
     elif system == "cmake":
         commands = [["cmake", "-S", str(library.folder), "-B", str(build_dir),
-                     f"-DCMAKE_TOOLCHAIN_FILE={library.folder.absolute() / TOOLCHAIN}"],
+                     f"-DCMAKE_TOOLCHAIN_FILE={library.folder.absolute() / TOOLCHAIN}",
+                     f"-DEMBED_PLAN={'ON' if embed_plan else 'OFF'}"],
                     ["cmake", "--build", str(build_dir), "-j2"]]
     else:
         raise ValueError(f"unknown build system {system!r}")
@@ -92,8 +93,10 @@ def build_example(library: Library, build_dir: Path, system: str = "make") -> Pa
     return build_dir / library.binary_name
 
 
-def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], repeat: int = 1) -> ExampleRun:
-    """Runs the example under qemu-aarch64 on `feeds` (by input name), `repeat` times; reads its outputs."""
+def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], repeat: int = 1,
+                embedded_plan: bool = False) -> ExampleRun:
+    """Runs the example under qemu-aarch64 on `feeds` (by input name), `repeat` times, on the bundle's plan file
+    or (`embedded_plan`) on the plan linked into it; reads its outputs."""
     if not 1 <= repeat <= MAX_REPEAT:
         raise EdgepackError(f"the example runs 1 to {MAX_REPEAT} times, not {repeat}", fix="choose --runs in range")
     with tempfile.TemporaryDirectory(prefix="edgepack-example-") as tmp:
@@ -102,7 +105,7 @@ def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], re
         for index, name in enumerate(library.inputs):
             paths.append(folder / f"in{index}.npy")
             np.save(paths[-1], np.asarray(feeds[name]))
-        command = [EMULATOR, str(binary), str(library.plan), str(folder),
+        command = [EMULATOR, str(binary), "--embedded" if embedded_plan else str(library.plan), str(folder),
                    *(["--repeat", str(repeat)] if repeat > 1 else []), *map(str, paths)]
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:

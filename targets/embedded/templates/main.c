@@ -1,6 +1,7 @@
 /* Runs @MODEL@ on .npy inputs and writes each output to OUT_DIR/<output name>.npy (characters other than letters,
    digits, '.', '_' and '-' become '_').
    usage: @MODEL@_example PLAN.epk OUT_DIR [--repeat N] INPUT.npy...
+   (built with EMBED_PLAN, PLAN.epk may be --embedded: the plan linked into the program)
    Inputs come in the order of @MODEL@_inputs (@INPUT_NAMES@). --repeat N runs N times and prints the median. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,12 @@ int main(int argc, char **argv) {
     }
     char error[EP_ERROR_CAPACITY];
     @MODEL@ *model = NULL;
+#ifdef @PREFIX@_EMBEDDED_PLAN
+    ep_status status = strcmp(argv[1], "--embedded") == 0 ? @MODEL@_create_embedded(&model, error)
+                                                           : @MODEL@_create_from_file(argv[1], &model, error);
+#else
     ep_status status = @MODEL@_create_from_file(argv[1], &model, error);
+#endif
     if (status != EP_OK) {
         fprintf(stderr, "@MODEL@_example: %s: %s\n", ep_status_name(status), error);
         return 3;

@@ -97,6 +97,14 @@ ep_status @MODEL@_create_from_file(const char *path, @MODEL@ **model, char *erro
     return EP_OK;
 }
 
+#ifdef @PREFIX@_EMBEDDED_PLAN
+extern const unsigned char @MODEL@_plan[], @MODEL@_plan_end[];
+
+ep_status @MODEL@_create_embedded(@MODEL@ **model, char *error) {
+    return @MODEL@_create(@MODEL@_plan, (size_t)(@MODEL@_plan_end - @MODEL@_plan), model, error);
+}
+#endif
+
 ep_status @MODEL@_run(@MODEL@ *model) {
     return ep_run(model->session);
 }

@@ -38,6 +38,11 @@ ep_status @MODEL@_create(const void *plan, size_t plan_len, @MODEL@ **model, cha
 /* Reads the plan file at `path` into memory the model owns, then opens it. */
 ep_status @MODEL@_create_from_file(const char *path, @MODEL@ **model, char *error);
 
+#ifdef @PREFIX@_EMBEDDED_PLAN
+/* Opens the plan linked into the library (built with EMBED_PLAN): nothing to read at run time. */
+ep_status @MODEL@_create_embedded(@MODEL@ **model, char *error);
+#endif
+
 /* Runs the model once. Write every input before each run: the arena reuses input bytes once they are read. */
 ep_status @MODEL@_run(@MODEL@ *model);
 

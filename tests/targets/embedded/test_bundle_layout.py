@@ -35,7 +35,7 @@ def test_bundle_holds_plan_header_sources_build_files_and_example(builds: Librar
     bundle = builds.bundle("tiny-cnn")
     present = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
     assert set(FIXED_FILES) <= present
-    assert {"include/tiny_cnn.h", "src/tiny_cnn.c", "model/tiny_cnn.epk"} <= present
+    assert {"include/tiny_cnn.h", "src/tiny_cnn.c", "src/tiny_cnn_plan.S", "model/tiny_cnn.epk"} <= present
     assert (bundle / "model" / "tiny_cnn.epk").read_bytes()[:4] == b"EPK1"
     assert "aarch64-linux-gnu-gcc" in (bundle / "cmake" / "aarch64-linux-gnu.cmake").read_text()
     readme = (bundle / "README.md").read_text()

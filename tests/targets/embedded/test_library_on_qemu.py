@@ -5,6 +5,7 @@ bundle's graph within 1e-4 (max abs diff over max(1, max |reference output|)).""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -27,12 +28,22 @@ def test_sample_library_matches_reference_under_qemu(builds: LibraryBuilds, name
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
-def test_cmake_with_the_toolchain_file_builds_a_library_that_matches_reference(builds: LibraryBuilds,
-                                                                                tmp_path) -> None:
+@pytest.mark.parametrize("embed_plan", [False, True])
+def test_cmake_with_the_toolchain_file_builds_a_library_that_matches_reference(builds: LibraryBuilds, tmp_path: Path,
+                                                                                embed_plan: bool) -> None:
     library = builds.library("tiny-transformer")
-    binary = build_example(library, tmp_path / "cmake-build", system="cmake")
+    binary = build_example(library, tmp_path / "cmake-build", system="cmake", embed_plan=embed_plan)
     assert (tmp_path / "cmake-build" / f"lib{library.name}.a").is_file()
     assert binary.read_bytes()[18] == 183  # ELF e_machine: EM_AARCH64
-    actual = run_example(library, binary, samples.feeds("tiny-transformer")).outputs
+    actual = run_example(library, binary, samples.feeds("tiny-transformer"), embedded_plan=embed_plan).outputs
     for key, value in builds.reference("tiny-transformer").items():
+        assert relative_error(value, actual[key]) <= TOLERANCE, key
+
+
+def test_make_with_the_plan_linked_in_runs_without_the_plan_file(builds: LibraryBuilds, tmp_path: Path) -> None:
+    library = builds.library("tiny-cnn")
+    binary = build_example(library, tmp_path / "embedded", embed_plan=True)
+    assert library.plan.read_bytes() in binary.read_bytes()
+    actual = run_example(library, binary, samples.feeds("tiny-cnn"), embedded_plan=True).outputs
+    for key, value in builds.reference("tiny-cnn").items():
         assert relative_error(value, actual[key]) <= TOLERANCE, key

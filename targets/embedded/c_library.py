@@ -5,7 +5,7 @@ shipped with the C core trimmed to the kernels the plan uses, a typed header, an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 
@@ -17,6 +17,9 @@ from edgepack.runtime.native.lower_ops import EMITTERS
 from .. import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
 from . import c_api, core_sources
 from .templates import render
+
+if TYPE_CHECKING:
+    from edgepack.packager.partition import Partition
 
 CORE_PROVIDERS = ("neon", "cpu")
 """Providers whose partitions the C core runs: the library holds one such partition and nothing else."""
@@ -36,26 +39,30 @@ def library_name(bundle: BundleInput) -> str:
 def pinned_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Each input's concrete shape; a symbolic or unknown dim is an error that says how to pin it."""
     initializers = {t.name for t in model.graph.initializer}
-    shapes, loose = {}, []
+    shapes: dict[str, tuple[int, ...]] = {}
+    loose: dict[str, str] = {}
     for value in model.graph.input:
+        tensor_type = value.type.tensor_type
         if value.name in initializers:
             continue
-        dims = value.type.tensor_type.shape.dim
-        named = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
-        if not value.type.tensor_type.HasField("shape") or any(isinstance(d, str) for d in named):
-            loose.append(f"{value.name} {named if value.type.tensor_type.HasField('shape') else '(no shape)'}")
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor_type.shape.dim]
+        if not tensor_type.HasField("shape"):
+            loose[value.name] = "(no shape)"
+        elif any(isinstance(d, str) for d in dims):
+            loose[value.name] = str(dims)
         else:
-            shapes[value.name] = tuple(named)
+            shapes[value.name] = tuple(dims)
     if loose:
-        example = " ".join(f"--input-shape {entry.split(' ')[0]}=..." for entry in loose)
-        raise EdgepackError(f"the C library runs at fixed input shapes, and {', '.join(loose)} still "
+        described = ", ".join(f"{name} {dims}" for name, dims in loose.items())
+        example = " ".join(f"--input-shape {name}=..." for name in loose)
+        raise EdgepackError(f"the C library runs at fixed input shapes, and {described} still "
                             f"{'has' if len(loose) == 1 else 'have'} dynamic dims", where="embedded target",
                             fix=f"pass the shapes it will run at, e.g. {example} with the dims as comma-separated "
                                 "integers (1,3,640,640), or pin the dims in the profile's [shapes] table")
     return shapes
 
 
-def core_partition(bundle: BundleInput) -> Any:
+def core_partition(bundle: BundleInput) -> Partition:
     """The one partition the C core runs: a profile whose providers split the model cannot make a C library."""
     if len(bundle.partitions) != 1 or bundle.partitions[0].provider not in CORE_PROVIDERS:
         found = ", ".join(f"{p.id} ({p.provider})" for p in bundle.partitions)

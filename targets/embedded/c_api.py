@@ -34,13 +34,21 @@ class Port:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
+C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int long "
+    "register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while "
+    "bool true false".split())
+
+
 def c_identifier(name: str) -> str:
-    """`name` with every character that is not a letter, digit or `_` made `_`, never starting with a digit."""
+    """`name` with every character that is not an ASCII letter, digit or `_` made `_`; `m_` goes before one that
+    starts with a digit or is a C keyword."""
     ident = re.sub(r"\W", "_", name, flags=re.ASCII).strip("_") or "model"
-    return f"m_{ident}" if ident[0].isdigit() else ident
+    return f"m_{ident}" if ident[0].isdigit() or ident.lower() in C_KEYWORDS else ident
 
 
 def ports(plan: Plan, indices: list[int]) -> list[Port]:
+    """The plan tensors at `indices` as ports, with C identifiers made unique among them."""
     taken: set[str] = set()
     found = []
     for index in indices:
@@ -55,7 +63,9 @@ def ports(plan: Plan, indices: list[int]) -> list[Port]:
 
 
 def _c_string(text: str) -> str:
-    return '"' + "".join(c if c.isalnum() or c in " ._-:/" else f"\\{ord(c):03o}" for c in text) + '"'
+    """A C string literal of `text`'s UTF-8 bytes: ASCII letters, digits and ` ._-:/` as they are, others escaped."""
+    safe = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ._-:/")
+    return '"' + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in text.encode()) + '"'
 
 
 def _descriptor(port: Port, index: int) -> str:

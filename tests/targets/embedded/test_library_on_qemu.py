@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgepack import samples
@@ -24,7 +25,9 @@ def test_sample_library_matches_reference_under_qemu(builds: LibraryBuilds, name
     for key, value in expected.items():
         assert actual[key].shape == value.shape, key
         assert actual[key].dtype == value.dtype, key
-        assert relative_error(value, actual[key]) <= TOLERANCE, key
+        error = relative_error(value, actual[key])
+        print(f"{name} {key}: max abs diff {np.abs(value - actual[key]).max():.3g}, relative {error:.3g}")
+        assert error <= TOLERANCE, key
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")

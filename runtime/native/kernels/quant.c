@@ -103,18 +103,21 @@ static ep_status check_quantized(const ep_node *n, size_t *scratch, char *error)
     return status;
 }
 
-/* x rounded to the nearest float16 value (ties to even), returned as float. */
-static float to_half_precision(float x) {
+/* Values float16 cannot keep 13 mantissa bits of: its subnormals (below 2^-14) and what rounds to infinity. */
+static float to_half_rare(float x) {
     union { float f; uint32_t u; } v = {x};
     uint32_t magnitude = v.u & 0x7FFFFFFFu;
-    if (magnitude >= 0x477FF000u) { /* 65520 and up round to infinity (NaN stays NaN) */
-        if (magnitude <= 0x7F800000u) v.u = (v.u & 0x80000000u) | 0x7F800000u;
-        return v.f;
-    }
-    if (magnitude < 0x38800000u) /* below 2^-14: float16 subnormals are multiples of 2^-24 */
-        return ep_roundf_even(x * 16777216.0f) * (1.0f / 16777216.0f);
-    v.u += 0xFFFu + ((v.u >> 13) & 1u);
-    v.u &= ~0x1FFFu;
+    if (magnitude < 0x38800000u) return ep_roundf_even(x * 16777216.0f) * (1.0f / 16777216.0f);
+    if (magnitude <= 0x7F800000u) v.u = (v.u & 0x80000000u) | 0x7F800000u; /* 65520 and up; NaN stays NaN */
+    return v.f;
+}
+
+/* x rounded to the nearest float16 value (ties to even), returned as float. */
+static inline float to_half_precision(float x) {
+    union { float f; uint32_t u; } v = {x};
+    uint32_t magnitude = v.u & 0x7FFFFFFFu;
+    if (magnitude - 1u < 0x387FFFFFu || magnitude >= 0x477FF000u) return to_half_rare(x);
+    v.u = (v.u + 0xFFFu + ((v.u >> 13) & 1u)) & ~0x1FFFu;
     return v.f;
 }
 
@@ -130,15 +133,42 @@ static float half_to_float(uint16_t h) {
     return v.f;
 }
 
-static int32_t quantized_at(const ep_tensor *w, int64_t i) {
-    if (w->dtype == EP_I8) return ((const int8_t *)w->data)[i];
-    uint8_t byte = ((const uint8_t *)w->data)[i >> 1];
-    int32_t nibble = i & 1 ? byte >> 4 : byte & 0xF;
-    return nibble >= 8 ? nibble - 16 : nibble;
-}
-
 static float scale_at(const ep_tensor *scale, int64_t i) {
     return scale->dtype == EP_F32 ? ((const float *)scale->data)[i] : half_to_float(((const uint16_t *)scale->data)[i]);
+}
+
+/* The integers as floats, in flat order (int4: the low nibble first; (v ^ 8) - 8 sign-extends a nibble). */
+static void widen(const ep_tensor *w, float *out) {
+    int64_t count = w->count;
+    if (w->dtype == EP_I8) {
+        const int8_t *q = (const int8_t *)w->data;
+        for (int64_t i = 0; i < count; i++) out[i] = (float)q[i];
+        return;
+    }
+    const uint8_t *bytes = (const uint8_t *)w->data;
+    for (int64_t p = 0; p < count / 2; p++) {
+        out[2 * p] = (float)(((bytes[p] & 0xF) ^ 8) - 8);
+        out[2 * p + 1] = (float)(((bytes[p] >> 4) ^ 8) - 8);
+    }
+    if (count % 2) out[count - 1] = (float)(((bytes[count / 2] & 0xF) ^ 8) - 8);
+}
+
+static void times_step(float *row, int64_t n, float step) {
+    for (int64_t r = 0; r < n; r++) row[r] *= step;
+}
+
+/* rows x inner values that share one run of `inner` scales (from scale[at]): the scales are read 64 at a time
+   onto the stack, so float16 ones are widened once per run, not once per value. */
+static void times_scale_rows(float *plane, int64_t rows, int64_t inner, const ep_tensor *scale, int64_t at) {
+    float steps[64];
+    for (int64_t r0 = 0; r0 < inner; r0 += 64) {
+        int64_t n = inner - r0 < 64 ? inner - r0 : 64;
+        for (int64_t r = 0; r < n; r++) steps[r] = scale_at(scale, at + r0 + r);
+        for (int64_t a = 0; a < rows; a++) {
+            float *row = plane + a * inner + r0;
+            for (int64_t r = 0; r < n; r++) row[r] *= steps[r];
+        }
+    }
 }
 
 /* The whole weight as DequantizeLinear computes it. Per axis: scale[axis index]; blocked: the weight in flat order
@@ -149,16 +179,23 @@ static void dequantize(const ep_tensor *w, const ep_tensor *scale, int32_t axis,
     if (block) inner = scale->dims[2];
     else for (int32_t d = axis + 1; d < w->rank; d++) inner *= w->dims[d];
     int64_t length = outer && inner ? w->count / (outer * inner) : 0, blocks = block ? scale->dims[1] : 1;
-    int half = scale->dtype == EP_F16;
-    int64_t i = 0;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t a = 0; a < length; a++) {
-            int64_t row = block ? (o * blocks + a / block) * inner : a;
-            for (int64_t r = 0; r < inner; r++, i++) {
-                float v = (float)quantized_at(w, i) * scale_at(scale, block ? row + r : row);
-                out[i] = half ? to_half_precision(v) : v;
-            }
+    widen(w, out);
+    if (!block && inner == 1) times_scale_rows(out, outer, length, scale, 0);
+    for (int64_t o = 0; o < outer && (block || inner > 1); o++) {
+        float *plane = out + o * length * inner;
+        if (!block) {
+            for (int64_t a = 0; a < length; a++) times_step(plane + a * inner, inner, scale_at(scale, a));
+            continue;
         }
+        for (int64_t b = 0; b < blocks; b++) {
+            int64_t first = b * block, rows = length - first < block ? length - first : block;
+            if (inner == 1) times_step(plane + first, rows, scale_at(scale, o * blocks + b));
+            else times_scale_rows(plane + first * inner, rows, inner, scale, (o * blocks + b) * inner);
+        }
+    }
+    int64_t count = w->count;
+    if (scale->dtype == EP_F16)
+        for (int64_t i = 0; i < count; i++) out[i] = to_half_precision(out[i]);
 }
 
 static ep_status run_quantized(const ep_node *n, const ep_context *ctx) {

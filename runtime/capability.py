@@ -37,8 +37,14 @@ class Values:
     constants: set[str] = field(default_factory=set)
 
 
+RANDOM_OPS = {"RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+"""Ops whose outputs differ from run to run even on constant inputs."""
+
+
 def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
-    """The values of `graph` (inputs, outputs, value_info, weights, Constant outputs) on top of the outer scope's."""
+    """The values of `graph` (inputs, outputs, value_info, weights, Constant outputs) on top of the outer scope's.
+    A node without subgraphs whose inputs are all constants (a weight's DequantizeLinear, Reshape and Cast) makes
+    constants too."""
     values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants)) if outer else Values()
     for value in [*graph.input, *graph.output, *graph.value_info]:
         kind = value.type.WhichOneof("value")
@@ -61,7 +67,15 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
                 if attr.type == onnx.AttributeProto.TENSOR:
                     values.types[node.output[0]] = onnx.helper.tensor_dtype_to_np_dtype(attr.t.data_type).name
                     values.shapes[node.output[0]] = list(attr.t.dims)
+        elif _computes_constants(node, values.constants):
+            values.constants.update(name for name in node.output if name)
     return values
+
+
+def _computes_constants(node: onnx.NodeProto, constants: set[str]) -> bool:
+    inputs = [name for name in node.input if name]
+    has_subgraph = any(attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for attr in node.attribute)
+    return bool(inputs) and not has_subgraph and node.op_type not in RANDOM_OPS and all(n in constants for n in inputs)
 
 
 class Capability:

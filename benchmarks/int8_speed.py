@@ -55,7 +55,7 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack.packager.quantize import Calibration, quantize
-from edgepack.targets.generic import onnxruntime_session_config
+from edgepack.targets.generic import onnxruntime_session
 
 Feeds = dict[str, np.ndarray]
 Call = Callable[[], object]
@@ -157,22 +157,8 @@ def serialized(model: onnx.ModelProto) -> bytes:
     return copy.SerializeToString()
 
 
-def ort_session(model: bytes, optimized: Path | None = None) -> ort.InferenceSession:
-    """A 1-thread session with the settings edgepack's generic bundle records for the model."""
-    options = ort.SessionOptions()
-    for key, value in onnxruntime_session_config(onnx.load_from_string(model)).items():
-        options.add_session_config_entry(key, value)
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    if optimized is not None:
-        options.optimized_model_filepath = str(optimized)
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-
-
 def calibration_run(model: onnx.ModelProto, feeds: Feeds) -> Feeds:
-    session = ort_session(serialized(model))
+    session = onnxruntime_session(serialized(model))
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds)))
 
@@ -197,11 +183,11 @@ def on_onnxruntime(model: bytes, feeds: Feeds) -> tuple[Callable[[], Call], str]
     after graph optimization."""
     with tempfile.TemporaryDirectory() as folder:
         optimized = Path(folder) / "optimized.onnx"
-        ort_session(model, optimized)
+        onnxruntime_session(model, optimized)
         ran = counted([node.op_type for node in onnx.load(optimized).graph.node])
 
     def make() -> Call:
-        session = ort_session(model)
+        session = onnxruntime_session(model)
         return lambda: session.run(None, feeds)
 
     return make, ran

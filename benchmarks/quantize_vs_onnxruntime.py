@@ -61,7 +61,7 @@ from edgepack.loader import check_model, load_model
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
 from edgepack.packager.slim import slim
 from edgepack.samples.tiny import tiny_transformer
-from edgepack.targets.generic import onnxruntime_session_config
+from edgepack.targets.generic import onnxruntime_session
 from edgepack.tune import choose_int8_compute
 from edgepack.verify import compare
 
@@ -101,18 +101,6 @@ def serialized(model: onnx.ModelProto) -> bytes:
     return copy.SerializeToString()
 
 
-def session(model: bytes) -> ort.InferenceSession:
-    """A 1-thread session with the settings edgepack's generic bundle records for the model."""
-    options = ort.SessionOptions()
-    for key, value in onnxruntime_session_config(onnx.load_from_string(model)).items():
-        options.add_session_config_entry(key, value)
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-
-
 def outputs(run: ort.InferenceSession, feeds: Feeds) -> Feeds:
     names = [o.name for o in run.get_outputs()]
     return dict(zip(names, run.run(names, feeds)))
@@ -127,7 +115,7 @@ class OnnxruntimeRun:
 
     def __call__(self, model: onnx.ModelProto, feeds: Feeds) -> Feeds:
         if model is not self.model or self.session is None:
-            self.model, self.session = model, session(serialized(model))
+            self.model, self.session = model, onnxruntime_session(serialized(model))
         return outputs(self.session, feeds)
 
 
@@ -243,7 +231,7 @@ def build(case: Case, variant: str) -> Row:
         row.error = f"quantize: {reason(exc)}"
         return row
     try:
-        row.session = session(row.model)
+        row.session = onnxruntime_session(row.model)
     except Exception as exc:  # so is a runtime refusing the quantized model
         row.error = f"session: {reason(exc)}"
     return row
@@ -278,7 +266,7 @@ def time_blocks(rows: list[Row], feeds: Feeds, blocks: int, runs: int, warmup: i
     for block in range(blocks):
         for row in timed[block % len(timed):] + timed[:block % len(timed)]:
             assert row.model is not None and row.times is not None
-            fresh = session(row.model)
+            fresh = onnxruntime_session(row.model)
             for _ in range(warmup):
                 outputs(fresh, feeds)
             gc.collect()

@@ -127,19 +127,12 @@ def _median_seconds(variants: dict[str, Timed]) -> dict[str, float]:
 
 
 def _onnxruntime(model: onnx.ModelProto, feeds: Feeds) -> Timed:
-    import onnxruntime as ort
+    from edgepack.targets.generic import onnxruntime_session
 
-    from edgepack.targets.generic import onnxruntime_session_config
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    for key, value in onnxruntime_session_config(model).items():
-        options.add_session_config_entry(key, value)
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     copy.ir_version = min(copy.ir_version, 10)
-    session = ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(copy.SerializeToString())
     return lambda: session.run(None, feeds)
 
 

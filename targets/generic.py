@@ -25,6 +25,24 @@ def onnxruntime_session_config(model: onnx.ModelProto) -> dict[str, str]:
     return {}
 
 
+def onnxruntime_session(model: bytes, optimized: Path | None = None) -> Any:
+    """A 1-thread onnxruntime CPU session (ORT_ENABLE_ALL) of a serialized model (IR 10 at most, as onnxruntime
+    1.31 reads), with the settings `onnxruntime_session_config` gives it; `optimized` saves the graph it runs.
+    onnxruntime is a benchmark and tuning dependency, imported here only."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    for key, value in onnxruntime_session_config(onnx.load_from_string(model)).items():
+        options.add_session_config_entry(key, value)
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    if optimized is not None:
+        options.optimized_model_filepath = str(optimized)
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
 @register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE)
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     (staging / ARTIFACT).write_bytes(bundle.model.SerializeToString(deterministic=True))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 
 from edgepack.packager.graphs import count_nodes
@@ -181,6 +182,11 @@ def build(
              + (f", {len(slower)} kept fp32 where int8 is slower" if slower else "")
              + (f", {_slower_compute(speed)}: fp32 compute" if compute != profile.activations else ""))
 
+    if sample_inputs is None and samples is not None:
+        oracle = run_oracle(checked, samples[:VERIFY_CALIBRATION_SAMPLES], profile.dims,
+                            origin=f"the first {min(len(samples), VERIFY_CALIBRATION_SAMPLES)} calibration samples")
+    else:
+        oracle = run_oracle(checked, sample_inputs, profile.dims)
     with staged_bundle(final, force) as staging:
         with _stage(report, progress, "partition") as note:
             partitions = _partition(quantized.model, profile)
@@ -188,16 +194,10 @@ def build(
 
         with _stage(report, progress, "bundle") as note:
             manifest = _write_bundle(final.name, quantized, partitions, profile, source, report, pins, conversion,
-                                     staging)
+                                     staging, oracle.samples[0])
             note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes")
 
         with _stage(report, progress, "verify") as note:
-            if sample_inputs is None and samples is not None:
-                oracle = run_oracle(checked, samples[:VERIFY_CALIBRATION_SAMPLES], profile.dims,
-                                    origin=f"the first {min(len(samples), VERIFY_CALIBRATION_SAMPLES)} calibration "
-                                           "samples")
-            else:
-                oracle = run_oracle(checked, sample_inputs, profile.dims)
             fidelity = measure(staging, oracle, profile)
             note(fidelity_summary(fidelity))
 
@@ -207,7 +207,7 @@ def build(
                     nonlocal manifest
                     lowered = lower(excluded | slower | frozenset(keep))
                     manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
-                                             source, report, pins, conversion, staging, keep)
+                                             source, report, pins, conversion, staging, oracle.samples[0], keep)
                     return measure(staging, oracle, profile)
 
                 kept, fidelity = keep_sensitive_in_float(slimmed, quantized, oracle, profile, attempt)
@@ -287,11 +287,11 @@ def _quantize_summary(quantized: QuantizeResult, profile: Profile) -> str:
 
 def _write_bundle(name: str, quantized: QuantizeResult, partitions: list[Partition], profile: Profile,
                   source: SourceModel, report: BuildReport, pins: list[str], conversion: str | None, staging: Path,
-                  kept: Sequence[str] = ()) -> dict[str, Any]:
+                  example: dict[str, np.ndarray], kept: Sequence[str] = ()) -> dict[str, Any]:
     """Write the target's artefacts and the manifest into `staging`, replacing what an earlier attempt wrote."""
     for leftover in staging.iterdir():
         shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
-    bundle_input = BundleInput(quantized.model, name, profile.as_dict(), partitions)
+    bundle_input = BundleInput(quantized.model, name, profile.as_dict(), partitions, example)
     report.partitions = TARGETS[profile.target].write(bundle_input, staging)
     manifest = _manifest(profile, source, quantized, report, pins, conversion, staging, kept)
     write_manifest(staging, manifest)

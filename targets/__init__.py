@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import onnx
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ class BundleInput:
     profile: dict[str, Any]
     partitions: list[Partition]
     """The model split per provider by the partitioner."""
+    example: dict[str, np.ndarray]
+    """One of the verify stage's sample inputs, for targets that ship an example run (the web demo)."""
 
 
 @dataclass(frozen=True)
@@ -63,4 +66,4 @@ def write_onnx_partition(part: Partition, staging: Path) -> dict[str, Any]:
             "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
 
 
-from . import embedded, generic, openvino  # noqa: E402,F401  (registration)
+from . import embedded, generic, openvino, web  # noqa: E402,F401  (registration)

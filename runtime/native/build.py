@@ -97,7 +97,7 @@ def aarch64_runner() -> Path:
 WASM_CC = "clang"
 WASM = ["--target=wasm32", "-O3", "-msimd128", "-mbulk-memory", "-ffp-contract=fast", "-nostdlib"]
 WASM_EXPORTS = ["ep_required_bytes", "ep_open", "ep_open_error", "ep_run", "ep_error", "ep_input_count",
-                "ep_output_count", "ep_input", "ep_output", "__heap_base"]
+                "ep_output_count", "ep_input", "ep_output", "ep_status_name", "__heap_base"]
 WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
 """The node glue: `node ep_run.mjs CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
 

@@ -9,26 +9,21 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 from edgepack.errors import EdgepackError
 
-
-def real_input_names(model: onnx.ModelProto) -> list[str]:
-    initializers = {t.name for t in model.graph.initializer}
-    return [i.name for i in model.graph.input if i.name not in initializers]
+from .epk import port_names
 
 
 class EmulatedSession:
     """One plan run by `command` (emulator + runner binary) per call."""
 
-    def __init__(self, plan: bytes, model: onnx.ModelProto, command: list[str]) -> None:
+    def __init__(self, plan: bytes, command: list[str]) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="edgepack-plan-")
         self.plan_path = Path(self.folder.name) / "plan.epk"
         self.plan_path.write_bytes(plan)
         self.command = command
-        self.input_names = real_input_names(model)
-        self.output_names = [o.name for o in model.graph.output]
+        self.input_names, self.output_names = port_names(plan)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with tempfile.TemporaryDirectory(dir=self.folder.name) as run_folder:

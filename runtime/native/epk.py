@@ -141,3 +141,17 @@ def write(plan: Plan) -> bytes:
         out += bytes(offset - len(out)) + section
     out += bytes(weights_offset - len(out)) + weights
     return bytes(out)
+
+
+def port_names(data: bytes) -> tuple[list[str], list[str]]:
+    """The names of a plan's inputs and outputs, in order (enough to feed and read a plan file without its
+    model); the C loader checks the rest when the plan is opened."""
+    if len(data) < HEADER_BYTES or data[:4] != MAGIC:
+        raise ValueError("not an .epk plan")
+    words = struct.unpack_from("<21I", data, 0)
+    tensors_at, n_inputs, n_outputs, ports_at, names_at = words[5], words[10], words[11], words[12], words[15]
+    names = []
+    for index in struct.unpack_from(f"<{n_inputs + n_outputs}I", data, ports_at):
+        name_offset, name_length = struct.unpack_from("<II", data, tensors_at + index * TENSOR_RECORD_BYTES + 4)
+        names.append(data[names_at + name_offset:names_at + name_offset + name_length].decode())
+    return names[:n_inputs], names[n_inputs:]

@@ -17,7 +17,7 @@ from .cpu_claims import CLAIMS
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
     command = [str(qemu()), str(aarch64_runner())]
-    return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, source, command))
+    return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, command))
 
 
 def _missing() -> str | None:

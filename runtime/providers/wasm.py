@@ -4,6 +4,7 @@ through a small JS glue (`runtime/native/wasm/ep_run.mjs`)."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import onnx
 
@@ -15,16 +16,26 @@ from . import Options, Provider, register
 from .cpu_claims import CLAIMS
 
 
+def node_command() -> list[str]:
+    """node, the glue and the core: `EmulatedSession` appends the plan, the output folder and the inputs."""
+    return [str(shutil.which("node")), str(WASM_GLUE), str(wasm_core())]
+
+
 def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
-    command = [str(shutil.which("node")), str(WASM_GLUE), str(wasm_core())]
-    return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, source, command))
+    command = node_command()
+    return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, command))
 
 
-def _missing() -> str | None:
+def load_plan(path: Path, options: Options) -> EmulatedSession:
+    """An `.epk` plan file (a web bundle's partition), run as it is, at the shapes it was lowered for."""
+    return EmulatedSession(path.read_bytes(), node_command())
+
+
+def missing() -> str | None:
     if not shutil.which(WASM_CC) or not shutil.which("wasm-ld") or not shutil.which("node"):
         return "clang, lld and node are needed for the wasm runtime core (apt-get install clang lld nodejs)"
     return None
 
 
 PROVIDER = register(Provider("wasm", "the C runtime core as wasm32 + SIMD128 (run in node here)",
-                             Capability(CLAIMS), compile_partition, missing=_missing))
+                             Capability(CLAIMS), compile_partition, load=load_plan, missing=missing))

@@ -7,14 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import onnx
-
 from edgepack.errors import EdgepackError
-from edgepack.runtime.native.epk import OPS, Plan, write
-from edgepack.runtime.native.lower import lower_to_plan
-from edgepack.runtime.native.lower_ops import EMITTERS
+from edgepack.runtime.native.epk import OPS, write
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
+from ..plans import lowered, pinned_shapes
 from . import c_api, core_sources
 from .templates import render
 
@@ -26,40 +23,13 @@ CORE_PROVIDERS = ("neon", "cpu")
 PLAN_FOLDER = "model"
 TOOLCHAIN = "cmake/aarch64-linux-gnu.cmake"
 NPY_SOURCES = ("npy.c", "npy.h")
-LOWERED_IN_PLACE = ("If", "Shape", "Size")
-"""Ops the lowering handles itself rather than through an emitter."""
+PRODUCT = "the C library"
 
 
 def library_name(bundle: BundleInput) -> str:
     """The C name of the model: the bundle name without its profile suffix, as an identifier (`tiny-cnn` ->
     `tiny_cnn`)."""
     return c_api.c_identifier(bundle.name.removesuffix(f"-{bundle.profile['name']}")).lower()
-
-
-def pinned_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
-    """Each input's concrete shape; a symbolic or unknown dim is an error that says how to pin it."""
-    initializers = {t.name for t in model.graph.initializer}
-    shapes: dict[str, tuple[int, ...]] = {}
-    loose: dict[str, str] = {}
-    for value in model.graph.input:
-        tensor_type = value.type.tensor_type
-        if value.name in initializers:
-            continue
-        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor_type.shape.dim]
-        if not tensor_type.HasField("shape"):
-            loose[value.name] = "(no shape)"
-        elif any(isinstance(d, str) for d in dims):
-            loose[value.name] = str(dims)
-        else:
-            shapes[value.name] = tuple(dims)
-    if loose:
-        described = ", ".join(f"{name} {dims}" for name, dims in loose.items())
-        example = " ".join(f"--input-shape {name}=..." for name in loose)
-        raise EdgepackError(f"the C library runs at fixed input shapes, and {described} still "
-                            f"{'has' if len(loose) == 1 else 'have'} dynamic dims", where="embedded target",
-                            fix=f"pass the shapes it will run at, e.g. {example} with the dims as comma-separated "
-                                "integers (1,3,640,640), or pin the dims in the profile's [shapes] table")
-    return shapes
 
 
 def core_partition(bundle: BundleInput) -> Partition:
@@ -72,44 +42,6 @@ def core_partition(bundle: BundleInput) -> Partition:
     return bundle.partitions[0]
 
 
-def node_label(node: onnx.NodeProto) -> str:
-    """How the lowering names a node in its errors: `OpType (name)`."""
-    return f"{node.op_type} ({node.name or node.output[0]})"
-
-
-def missing_nodes(graph: onnx.GraphProto, message: str) -> list[str]:
-    """The nodes a lowering error names as missing, then the nodes after them with no kernel either: the lowering
-    stops at the first node of a chain, since what reads its outputs is never reached."""
-    reported, unreached, tainted = [], [], set()
-    for node in graph.node:
-        label = node_label(node)
-        if label in message:
-            reported.append(label)
-        elif any(name in tainted for name in node.input):
-            if node.op_type not in EMITTERS and node.op_type not in LOWERED_IN_PLACE:
-                unreached.append(label)
-        else:
-            continue
-        tainted.update(node.output)
-    return reported + unreached
-
-
-def lowered(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> Plan:
-    """The plan; when the core cannot run some nodes, the build fails listing them and their ops."""
-    try:
-        return lower_to_plan(model, shapes)
-    except EdgepackError as error:
-        missing = missing_nodes(model.graph, error.what)
-        if not missing:
-            raise EdgepackError(f"the C library cannot be built: {error.what}", where=error.where,
-                                fix=error.fix) from error
-        ops = sorted({entry.split(" (")[0] for entry in missing})
-        raise EdgepackError(f"the C library cannot be built: the C core has no kernel for {', '.join(ops)}, used by "
-                            f"{len(missing)} node(s): {', '.join(missing)}", where=model.graph.name or "model",
-                            fix="replace these nodes with ops the core has (runtime/native/EPK.md lists them), or "
-                                "build with a profile whose providers run them") from error
-
-
 @register("embedded", "C library: the runtime core with the model's kernels, .epk plan, header, Make/CMake, example",
           precisions=WEIGHT_ONLY)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
@@ -117,8 +49,8 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
 
     part = core_partition(bundle)
     name = library_name(bundle)
-    shapes = pinned_shapes(part.model)
-    plan = lowered(part.model, shapes)
+    shapes = pinned_shapes(part.model, PRODUCT)
+    plan = lowered(part.model, shapes, PRODUCT)
     selection = core_sources.select(OPS[op.kind] for op in plan.ops)
     inputs, outputs = c_api.ports(plan, plan.inputs), c_api.ports(plan, plan.outputs)
 

@@ -1,0 +1,80 @@
+"""The `webgpu` provider: WGSL kernels driven by the web bundle's JS runtime (`targets/web/runtime/webgpu.js`).
+It claims the float32 ops those kernels cover; its partitions are `.epk` plans like the wasm core's, so outside a
+browser (here, in the verify stage) they run on the wasm core, exactly as the browser runs them when it has no
+WebGPU adapter. The browser tests and `edgepack bench BUNDLE --device chromium` run the WGSL kernels themselves."""
+
+from __future__ import annotations
+
+import onnx
+
+from edgepack.errors import EdgepackError
+
+from ..capability import Capability, OpClaim, Values
+from ..native.partition import PlannedPartition
+from . import Options, Provider, register
+from .cpu_claims import CLAIMS, Limit
+from .wasm import compile_partition, load_plan, missing
+
+HEAVY_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
+"""A partition without one of these is not worth the trip to the GPU and back: it stays on wasm."""
+
+GPU_OPS = frozenset({
+    "Conv", "ConvTranspose", "MatMul", "Gemm",
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
+    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Abs", "Neg", "Reciprocal", "Clip", "LeakyRelu",
+    "HardSigmoid", "HardSwish", "Gelu", "Floor", "Ceil", "Elu", "Softplus", "Selu", "Celu", "Softsign",
+    "ThresholdedRelu", "Round", "Sign",
+    "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
+    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+    "ReduceLogSum",
+    "BatchNormalization", "LayerNormalization", "Transpose", "Concat", "Split", "Slice", "Resize",
+    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
+})
+"""ONNX ops whose plan ops (Conv, Binary, Unary, Pool, ...) the WGSL kernels run, on float32 data."""
+WEIGHT_CHAIN_OPS = frozenset({"DequantizeLinear", "Cast", "Constant"})
+"""Ops claimed only on constants: the quantized or float16 weight chains the lowering folds into a weight slot."""
+
+
+def float_data(limit: Limit | None) -> Limit:
+    """The op's own limit, and float32 on every value that is not a constant (shapes, axes and pads are
+    constants folded at lowering; the kernels hold float32 tensors only)."""
+
+    def check(node: onnx.NodeProto, values: Values) -> str | None:
+        names = [name for name in [*node.input, *node.output] if name and name not in values.constants]
+        if any(values.types.get(name) != "float32" for name in names):
+            return "WebGPU kernels take float32 tensors only"
+        return limit(node, values) if limit else None
+
+    return check
+
+
+def on_constants(limit: Limit | None) -> Limit:
+    def check(node: onnx.NodeProto, values: Values) -> str | None:
+        if any(name not in values.constants for name in node.input if name):
+            return "only on constant weights"
+        return limit(node, values) if limit else None
+
+    return check
+
+
+def _claims() -> list[OpClaim]:
+    claims = []
+    for claim in CLAIMS:
+        if claim.op_type in GPU_OPS:
+            claims.append(OpClaim(claim.op_type, claim.domain, claim.opsets, claim.dtypes, float_data(claim.limit)))
+        elif claim.op_type in WEIGHT_CHAIN_OPS:
+            claims.append(OpClaim(claim.op_type, claim.domain, claim.opsets, claim.dtypes, on_constants(claim.limit)))
+    return claims
+
+
+def compile_heavy(model: onnx.ModelProto, options: Options) -> PlannedPartition:
+    """The partition as plans, refused (so the partitioner leaves it to wasm) when it has no heavy op."""
+    if not any(node.op_type in HEAVY_OPS for node in model.graph.node):
+        raise EdgepackError(f"a WebGPU partition needs one of {', '.join(sorted(HEAVY_OPS))} to be worth the upload "
+                            "and readback", where="webgpu provider", fix="run it on wasm")
+    return compile_partition(model, options)
+
+
+PROVIDER = register(Provider("webgpu", "WGSL kernels in the web bundle's JS runtime (its plans run on the wasm core "
+                                       "outside a browser)",
+                             Capability(_claims()), compile_heavy, load=load_plan, missing=missing))

@@ -1,0 +1,154 @@
+"""The web target: each partition lowered to an `.epk` plan at the pinned input shapes; the JS runtime runs the
+`webgpu` ones with WGSL kernels (or on the wasm core when the browser has no adapter) and the rest on the wasm
+core. The bundle is an npm-style ES module: package.json, index.js, index.d.ts, the runtime, the kernels the plans
+need, the plans, a demo page and a README."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgepack.runtime.native.build import wasm_core
+from edgepack.runtime.native.epk import Plan, write
+
+from .. import WEIGHT_ONLY, BundleInput, register
+from ..plans import lowered, pinned_shapes
+from . import typings
+from .gpu_kernels import KERNEL_FILES
+from .templates import render
+
+PRODUCT = "the web bundle"
+RUNTIME = Path(__file__).parent / "runtime"
+RUNTIME_FILES = ("session.js", "epk.js", "wasm.js")
+GPU_RUNTIME_FILES = ("webgpu.js",)
+CORE = "runtime/edgepack.wasm"
+KERNELS = "kernels"
+EXAMPLE_ELEMENTS = 4096
+"""Integer inputs up to this size keep the build sample's values in the demo (a sample rate, token ids)."""
+
+
+def package_name(bundle: BundleInput) -> str:
+    """An npm package name from the bundle name: lower case, `-` for anything else."""
+    return re.sub(r"[^a-z0-9._-]+", "-", bundle.name.lower()).strip("-._") or "model"
+
+
+def gpu_refusal(plan: Plan) -> str | None:
+    """Why the WGSL kernels cannot run this plan (an op they lack), or None; the JS runtime checks the same."""
+    for index, op in enumerate(plan.ops):
+        if op.kind not in KERNEL_FILES:
+            return f"op {index} ({op.kind}) has no WebGPU kernel"
+    return None
+
+
+def ports(plan: Plan, indices: list[int]) -> list[dict[str, Any]]:
+    return [{"name": plan.tensors[i].name, "dtype": plan.tensors[i].dtype, "dims": list(plan.tensors[i].shape)}
+            for i in indices]
+
+
+@register("web", "ES module: the wasm core, WebGPU kernels, .epk plans, index.d.ts, demo page", precisions=WEIGHT_ONLY)
+def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
+    from edgepack import __version__
+
+    pinned_shapes(bundle.model, PRODUCT)
+    entries, model_partitions, kernels = [], [], set()
+    plans = []
+    for part in bundle.partitions:
+        plan = lowered(part.model, pinned_shapes(part.model, PRODUCT), PRODUCT)
+        provider, reason = part.provider, None
+        if provider == "webgpu" and (reason := gpu_refusal(plan)):
+            provider = "wasm"
+        if provider == "webgpu":
+            kernels.update(file for op in plan.ops for file in KERNEL_FILES[op.kind])
+        artifact = f"model/{part.id}.epk"
+        _write(staging / artifact, write(plan))
+        plans.append(plan)
+        entry = {"id": part.id, "provider": provider, "artifact": artifact, "inputs": part.inputs,
+                 "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops,
+                 "plan_ops": sorted({op.kind for op in plan.ops})}
+        if provider == "webgpu":
+            entry["fallback"] = "wasm"
+        if reason:
+            entry["note"] = f"planned for webgpu, runs on wasm: {reason}"
+        entries.append(entry)
+        model_partitions.append({"id": part.id, "provider": provider, "plan": artifact, "inputs": part.inputs,
+                                 "outputs": part.outputs})
+    inputs = ports(plans[0], plans[0].inputs) if len(plans) == 1 else _model_ports(bundle, plans, "inputs")
+    outputs = ports(plans[-1], plans[-1].outputs) if len(plans) == 1 else _model_ports(bundle, plans, "outputs")
+    name = package_name(bundle)
+    model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "kernels": KERNELS,
+             "partitions": model_partitions}
+
+    _write_runtime(staging, bool(kernels))
+    for file in sorted(kernels):
+        _write(staging / KERNELS / file, (RUNTIME / "kernels" / file).read_text())
+    fields = {"MODEL": name, "VERSION": __version__, "PROFILE": bundle.profile["name"]}
+    _write(staging / "index.js", render("index.js", MODEL_JSON=json.dumps(model, indent=2), **fields))
+    _write(staging / "index.d.ts", typings.declarations(name, inputs, outputs))
+    _write(staging / "package.json", json.dumps(_package(name, __version__, bool(kernels)), indent=2) + "\n")
+    _write(staging / "demo" / "index.html", render("demo.html", EXAMPLE_JSON=json.dumps(_example(bundle, inputs)),
+                                                   **fields))
+    _write(staging / "README.md", render(
+        "README.md", PACKAGE=name, SOURCE=bundle.model.graph.name or name,
+        FEED_SNIPPET=", ".join(f"{json.dumps(i['name'])}: {{ data: new {typings.ARRAY_TYPES[i['dtype']]}"
+                               f"({int(np.prod(i['dims']))}), dims: {i['dims']} }}" for i in inputs),
+        OUTPUT_SNIPPET="\n".join(f"const {typings.identifier(o['name'])} = outputs[{json.dumps(o['name'])}];  "
+                                 f"// {{ data: {typings.ARRAY_TYPES[o['dtype']]}, dims: {o['dims']} }}"
+                                 for o in outputs),
+        INPUT_LIST=", ".join(f"`{i['name']}` ({i['dtype']} {i['dims']})" for i in inputs),
+        OUTPUT_LIST=", ".join(f"`{o['name']}` ({o['dtype']} {o['dims']})" for o in outputs),
+        PARTITION_LIST=", ".join(f"{e['id']} on {e['provider']} ({e['nodes']} nodes)" for e in entries), **fields))
+    return entries
+
+
+def _model_ports(bundle: BundleInput, plans: list[Plan], kind: str) -> list[dict[str, Any]]:
+    """The model's inputs (or outputs) as the plans that read (or write) them describe them."""
+    graph = bundle.model.graph
+    initializers = {t.name for t in graph.initializer}
+    names = [v.name for v in (graph.input if kind == "inputs" else graph.output) if v.name not in initializers]
+    found: dict[str, dict[str, Any]] = {}
+    for plan in plans:
+        for port in ports(plan, plan.inputs if kind == "inputs" else plan.outputs):
+            found.setdefault(port["name"], port)
+    return [found[name] for name in names]
+
+
+def _example(bundle: BundleInput, inputs: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """The build sample's values of the small integer inputs, for the demo page."""
+    example = {}
+    for port in inputs:
+        value = bundle.example.get(port["name"])
+        if value is not None and np.issubdtype(np.asarray(value).dtype, np.integer) and \
+                np.asarray(value).size <= EXAMPLE_ELEMENTS:
+            example[port["name"]] = np.asarray(value).ravel().tolist()
+    return example
+
+
+def _package(name: str, version: str, gpu: bool) -> dict[str, Any]:
+    return {
+        "name": name, "version": "1.0.0", "description": f"{name}: an edgepack {version} web bundle",
+        "type": "module", "main": "index.js", "types": "index.d.ts",
+        "exports": {".": {"types": "./index.d.ts", "default": "./index.js"}, "./package.json": "./package.json"},
+        "files": ["index.js", "index.d.ts", "runtime/", "model/", *(["kernels/"] if gpu else []), "demo/",
+                  "README.md"],
+        "sideEffects": False,
+    }
+
+
+def _write_runtime(staging: Path, gpu: bool) -> None:
+    for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
+        _write(staging / "runtime" / file, (RUNTIME / file).read_text())
+    (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(wasm_core(), staging / CORE)
+
+
+def _write(path: Path, content: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)

@@ -1,0 +1,111 @@
+"""Headless Chromium (Debian's `chromium`, driven by Playwright for Python) with files served from a localhost
+folder: how the tests and `edgepack bench --device chromium` run web bundles in a real browser. WebGPU there runs
+on SwiftShader (a CPU rasterizer): right results, no GPU speed."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from edgepack.errors import EdgepackError
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--enable-unsafe-webgpu"]
+"""Chromium flags: headless as root, no network of its own, WebGPU on SwiftShader."""
+BLANK = "edgepack-blank.html"
+NUMPY_DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "int8": np.int8,
+                "bool": np.bool_}
+
+
+def missing() -> str | None:
+    """Why Chromium cannot be driven here, or None."""
+    if shutil.which("chromium") is None:
+        return "Debian's chromium is not installed (apt-get install chromium)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install playwright; never `playwright install`)"
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
+        pass
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+
+class Chromium:
+    """`with Chromium(folder) as browser: page = browser.page(); page.goto(browser.url("x/demo/index.html"))`."""
+
+    def __init__(self, root: Path) -> None:
+        reason = missing()
+        if reason:
+            raise EdgepackError(f"headless Chromium cannot run here: {reason}", where="chromium",
+                                fix="install chromium and playwright (./dev test does both)")
+        self.root = Path(root)
+        (self.root / BLANK).write_text("<!doctype html><link rel=\"icon\" href=\"data:,\"><title>edgepack</title>")
+        handler = functools.partial(_QuietHandler, directory=str(self.root))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        from playwright.sync_api import sync_playwright
+
+        self.profile = tempfile.TemporaryDirectory(prefix="edgepack-chromium-")
+        self.playwright = sync_playwright().start()
+        self.context = self.playwright.chromium.launch_persistent_context(
+            self.profile.name, executable_path=shutil.which("chromium"), headless=True, args=FLAGS)
+
+    def url(self, path: str = "") -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{path}"
+
+    def page(self, path: str = BLANK) -> Any:
+        """A new tab on `path` (a blank page by default), its console messages and page errors in `.messages`."""
+        page = self.context.new_page()
+        page.messages = []
+        page.on("console", lambda message: page.messages.append((message.type, message.text)))
+        page.on("pageerror", lambda error: page.messages.append(("pageerror", str(error))))
+        page.goto(self.url(path))
+        return page
+
+    def close(self) -> None:
+        self.context.close()
+        self.playwright.stop()
+        self.server.shutdown()
+        self.server.server_close()
+        self.profile.cleanup()
+
+    def __enter__(self) -> Chromium:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+
+RUN_BUNDLE = "\n".join(line for line in (Path(__file__).parent / "run_bundle.js").read_text().splitlines()
+                       if not line.startswith("//"))
+"""Opens a bundle's index.js in the page, runs it on the given feeds, and returns the outputs and timings."""
+
+
+def run_bundle(page: Any, module_url: str, feeds: dict[str, np.ndarray], dtypes: dict[str, str],
+               providers: list[str] | str = "auto", repeat: int = 0) -> dict[str, Any]:
+    """Runs the bundle whose index.js is at `module_url` in `page`; outputs come back as numpy arrays (dtypes by
+    output name), with `coldStartMs` (import + fetch + compile + first run), `firstRunMs` and `runMs`."""
+    encoded = {name: base64.b64encode(np.ascontiguousarray(value).tobytes()).decode() for name, value in feeds.items()}
+    result = page.evaluate(RUN_BUNDLE, {"module": module_url, "providers": providers, "feeds": encoded,
+                                        "repeat": repeat})
+    result["outputs"] = {
+        name: np.frombuffer(base64.b64decode(value["data"]), NUMPY_DTYPES[dtypes[name]]).reshape(value["dims"])
+        for name, value in result["outputs"].items()}
+    return result

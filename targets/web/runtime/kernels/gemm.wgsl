@@ -1,0 +1,56 @@
+// Batched matrix product with 4x4 register tiles, for MatMul, Gemm and pointwise Conv:
+// y[b][m][n] = act(alpha * sum_k A[m, k] B[k, n] + beta * C[m, n]), every operand read through element strides
+// so transposes and broadcasts cost nothing. Words: 0 M, 1 N, 2 K, 3 batches, 4 A row stride, 5 A k stride,
+// 6 B k stride, 7 B column stride, 8 C row stride, 9 C column stride, 10 alpha, 11 beta, 12 activation, 13 act a,
+// 14 act b, 15 has C. offsets[b] holds batch b's element offsets into A, B, C and y.
+
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read> c: array<f32>;
+@group(0) @binding(4) var<storage, read> offsets: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(16, 4)
+fn gemm(@builtin(global_invocation_id) id: vec3<u32>) {
+  let rows = word(0u);
+  let columns = word(1u);
+  let depth = word(2u);
+  let n0 = id.x * 4u;
+  let m0 = id.y * 4u;
+  if (n0 >= columns || m0 >= rows || id.z >= word(3u)) { return; }
+  let base = offsets[id.z];
+  let m = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(rows - 1u));
+  let n = min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(columns - 1u));
+  let a_rows = vec4<u32>(base.x) + m * word(4u);
+  let b_columns = vec4<u32>(base.y) + n * word(7u);
+  let a_step = word(5u);
+  let b_step = word(6u);
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
+  var acc2 = vec4<f32>(0.0);
+  var acc3 = vec4<f32>(0.0);
+  for (var k = 0u; k < depth; k++) {
+    let bk = b_columns + vec4<u32>(k * b_step);
+    let bv = vec4<f32>(b[bk.x], b[bk.y], b[bk.z], b[bk.w]);
+    let ak = a_rows + vec4<u32>(k * a_step);
+    acc0 += a[ak.x] * bv;
+    acc1 += a[ak.y] * bv;
+    acc2 += a[ak.z] * bv;
+    acc3 += a[ak.w] * bv;
+  }
+  let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
+  let alpha = fword(10u);
+  let beta = fword(11u);
+  let has_c = word(15u) != 0u;
+  for (var r = 0u; r < 4u; r++) {
+    let row = m0 + r;
+    if (row >= rows) { break; }
+    for (var t = 0u; t < 4u; t++) {
+      let column = n0 + t;
+      if (column >= columns) { break; }
+      var v = alpha * accs[r][t];
+      if (has_c) { v += beta * c[base.z + row * word(8u) + column * word(9u)]; }
+      y[base.w + row * columns + column] = activate(word(12u), v, fword(13u), fword(14u));
+    }
+  }
+}

@@ -33,8 +33,9 @@ EXAMPLE_ELEMENTS = 4096
 
 
 def package_name(bundle: BundleInput) -> str:
-    """An npm package name from the bundle name: lower case, `-` for anything else."""
-    return re.sub(r"[^a-z0-9._-]+", "-", bundle.name.lower()).strip("-._") or "model"
+    """An npm package name from the bundle name without its profile suffix: lower case, `-` for anything else."""
+    name = bundle.name.removesuffix(f"-{bundle.profile['name']}")
+    return re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "model"
 
 
 def gpu_refusal(plan: Plan) -> str | None:
@@ -77,8 +78,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         entries.append(entry)
         model_partitions.append({"id": part.id, "provider": provider, "plan": artifact, "inputs": part.inputs,
                                  "outputs": part.outputs})
-    inputs = ports(plans[0], plans[0].inputs) if len(plans) == 1 else _model_ports(bundle, plans, "inputs")
-    outputs = ports(plans[-1], plans[-1].outputs) if len(plans) == 1 else _model_ports(bundle, plans, "outputs")
+    inputs, outputs = _model_ports(bundle, plans, "inputs"), _model_ports(bundle, plans, "outputs")
     name = package_name(bundle)
     model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "kernels": KERNELS,
              "partitions": model_partitions}
@@ -106,7 +106,8 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
 
 
 def _model_ports(bundle: BundleInput, plans: list[Plan], kind: str) -> list[dict[str, Any]]:
-    """The model's inputs (or outputs) as the plans that read (or write) them describe them."""
+    """The model's inputs (or outputs), in the model's order, as the plans that read (or write) them describe
+    them."""
     graph = bundle.model.graph
     initializers = {t.name for t in graph.initializer}
     names = [v.name for v in (graph.input if kind == "inputs" else graph.output) if v.name not in initializers]

@@ -14,36 +14,31 @@ const TENSOR_BYTES = 48;
 const OP_BYTES = 16;
 const ABSENT = 0xffffffff;
 
-function planError(what) {
-  return new Error(`edgepack: the plan is not a valid .epk (${what}); rebuild the bundle or re-copy model/*.epk`);
-}
-
-function section(view, offset, count, recordBytes, what) {
-  if (offset % 4 !== 0 || offset + count * recordBytes > view.byteLength) throw planError(`${what} section outside the file`);
-  return offset;
-}
-
 function tensorBytes(dtype, dims) {
   const count = dims.reduce((a, b) => a * b, 1);
   if (dtype === 22) return Math.ceil(count / 2);
-  if (!(dtype in ELEMENT_BYTES)) throw planError(`unknown dtype ${dtype}`);
-  return count * ELEMENT_BYTES[dtype];
+  return dtype in ELEMENT_BYTES ? count * ELEMENT_BYTES[dtype] : -1;
 }
 
-/** Parses `buffer` (an ArrayBuffer holding one .epk plan). */
-export function parsePlan(buffer) {
+/** Parses `buffer` (an ArrayBuffer holding one .epk plan); `label` names it in errors. */
+export function parsePlan(buffer, label = "the plan") {
+  const planError = (what) => new Error(`edgepack: ${label} is not a valid .epk plan (${what}); rebuild the bundle or re-copy its model folder`);
+  const section = (offset, count, recordBytes, what) => {
+    if (offset % 4 !== 0 || offset + count * recordBytes > buffer.byteLength) throw planError(`${what} section outside the file`);
+    return offset;
+  };
   if (buffer.byteLength < HEADER_BYTES) throw planError(`${buffer.byteLength} bytes, shorter than its header`);
   const view = new DataView(buffer);
   const word = (index) => view.getUint32(4 * index, true);
   const magic = String.fromCharCode(...new Uint8Array(buffer, 0, 4));
   if (magic !== "EPK1" || word(1) !== 1 || word(2) !== HEADER_BYTES) throw planError(`magic ${JSON.stringify(magic)}, version ${word(1)}`);
   const [nTensors, nOps, nIo, nInputs, nOutputs] = [word(4), word(6), word(8), word(10), word(11)];
-  const tensorsAt = section(view, word(5), nTensors, TENSOR_BYTES, "tensor");
-  const opsAt = section(view, word(7), nOps, OP_BYTES, "op");
-  const ioAt = section(view, word(9), nIo, 4, "op tensor list");
-  const portsAt = section(view, word(12), nInputs + nOutputs, 4, "port");
-  const paramsAt = section(view, word(13), word(14) / 4, 4, "parameter");
-  const namesAt = section(view, word(15), word(16), 1, "name");
+  const tensorsAt = section(word(5), nTensors, TENSOR_BYTES, "tensor");
+  const opsAt = section(word(7), nOps, OP_BYTES, "op");
+  const ioAt = section(word(9), nIo, 4, "op tensor list");
+  const portsAt = section(word(12), nInputs + nOutputs, 4, "port");
+  const paramsAt = section(word(13), word(14) / 4, 4, "parameter");
+  const namesAt = section(word(15), word(16), 1, "name");
   const weightsAt = word(17);
   const weightsBytes = word(18);
   if (weightsAt + weightsBytes > buffer.byteLength) throw planError("weight section outside the file");
@@ -63,6 +58,7 @@ export function parsePlan(buffer) {
     for (let d = 0; d < rank; d++) dims.push(view.getUint32(at + 16 + 4 * d, true));
     const offset = view.getUint32(at + 12, true);
     const bytes = tensorBytes(dtype, dims);
+    if (bytes < 0) throw planError(`tensor ${i} has unknown dtype ${dtype}`);
     if (location === 1 && offset + bytes > weightsBytes) throw planError(`weight tensor ${i} outside the weights`);
     const name = decoder.decode(new Uint8Array(buffer, namesAt + nameOffset, nameLength));
     tensors.push({ name, dtype, rank, dims, location, offset, bytes });

@@ -97,7 +97,7 @@ export async function openSession(model, base, options = {}) {
     const label = `${part.plan} (partition ${part.id})`;
     let reason = part.provider === "webgpu" ? gpu.reason : undefined;
     if (part.provider === "webgpu" && gpu.device) {
-      const plan = parsePlan(plans[index]);
+      const plan = parsePlan(plans[index], label);
       reason = gpuModule.gpuRefusal(plan) ?? undefined;
       if (!reason) {
         const loadKernel = (file) => load(`${model.kernels}/${file}`).then((r) => r.text());

@@ -34,13 +34,13 @@ export async function openWasmPartition(module, planBytes, label) {
   new Uint8Array(memory.buffer, planAt, planBytes.byteLength).set(new Uint8Array(planBytes));
   let status = core.ep_required_bytes(planAt, planBytes.byteLength, scratchAt);
   if (status !== 0) {
-    throw new Error(`edgepack: ${label} is not a valid plan (${cString(memory, core.ep_status_name(status))}); rebuild the bundle or re-copy its model folder`);
+    throw new Error(`edgepack: ${label} is not a valid .epk plan (${cString(memory, core.ep_status_name(status))}); rebuild the bundle or re-copy its model folder`);
   }
   const needed = word(scratchAt);
   grow(sessionAt + needed);
   status = core.ep_open(planAt, planBytes.byteLength, sessionAt, needed, scratchAt);
   if (status !== 0) {
-    throw new Error(`edgepack: ${label} is not a valid plan: ${cString(memory, core.ep_open_error(sessionAt, needed))}; rebuild the bundle or re-copy its model folder`);
+    throw new Error(`edgepack: ${label} is not a valid .epk plan: ${cString(memory, core.ep_open_error(sessionAt, needed))}; rebuild the bundle or re-copy its model folder`);
   }
   const session = word(scratchAt);
 

@@ -1,0 +1,182 @@
+"""Web bundles of the sample models in headless Chromium (Debian's, via Playwright; WebGPU on SwiftShader), served
+from localhost: outputs against `reference`, the WebGPU adapter, the demo page, and errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgepack import samples
+from edgepack.runtime import Session
+from edgepack.targets.web.chromium import Chromium, run_bundle
+
+from .web_builds import TOLERANCE, WebBuilds, relative_error
+
+RUN_ERROR = """async ({ module, feeds, providers }) => {
+  try {
+    const { createSession } = await import(module);
+    const session = await createSession({ providers });
+    await session.run(feeds === null ? undefined : feeds);
+    return "no error";
+  } catch (error) {
+    return `${error instanceof Error ? "Error" : typeof error}: ${error.message}`;
+  }
+}"""
+"""Opens a bundle and runs it on feeds built in the page; returns the rejection's message."""
+
+
+def module_url(web: WebBuilds, chromium: Chromium, bundle: Path) -> str:
+    return chromium.url(web.path_in_root(bundle, "index.js"))
+
+
+def reference_outputs(name: str) -> dict[str, np.ndarray]:
+    return Session(samples.path(name), providers=["reference"]).run(samples.feeds(name))
+
+
+def planned(bundle: Path) -> list[str]:
+    return [p["provider"] for p in json.loads((bundle / "manifest.json").read_text())["partitions"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("providers", [["webgpu", "wasm"], ["wasm"]], ids=["webgpu", "wasm"])
+@pytest.mark.parametrize("name", samples.names())
+def test_sample_matches_reference(web: WebBuilds, chromium: Chromium, name: str, providers: list[str]) -> None:
+    bundle = web.bundle(name)
+    expected = reference_outputs(name)
+    page = chromium.page()
+    result = run_bundle(page, module_url(web, chromium, bundle), samples.feeds(name),
+                        {k: v.dtype.name for k, v in expected.items()}, providers)
+    page.close()
+    if providers == ["wasm"]:
+        assert set(result["providers"]) == {"wasm"}
+    else:
+        assert result["providers"] == planned(bundle), result["partitions"]
+    for output, value in expected.items():
+        actual = result["outputs"][output]
+        assert actual.shape == value.shape
+        assert relative_error(value, actual) <= TOLERANCE, (output, relative_error(value, actual))
+
+
+@pytest.mark.slow
+def test_webgpu_partitions_ran_on_a_webgpu_adapter(web: WebBuilds, chromium: Chromium) -> None:
+    bundle = web.bundle("ppocr-cls")
+    assert planned(bundle) == ["webgpu"]
+    page = chromium.page()
+    info = page.evaluate("""async (module) => {
+      const { createSession } = await import(module);
+      const session = await createSession();
+      const adapter = await navigator.gpu.requestAdapter();
+      return { providers: session.providers, adapter: session.adapter, direct: adapter.info.architecture };
+    }""", module_url(web, chromium, bundle))
+    page.close()
+    assert info["providers"] == ["webgpu"]
+    assert info["adapter"]["architecture"] == info["direct"] == "swiftshader"
+    assert info["adapter"]["isFallbackAdapter"] is True
+
+
+@pytest.mark.slow
+def test_without_an_adapter_everything_runs_on_wasm(web: WebBuilds, chromium: Chromium) -> None:
+    bundle = web.bundle("tiny-cnn")
+    expected = reference_outputs("tiny-cnn")
+    page = chromium.page()
+    page.evaluate("() => { navigator.gpu.requestAdapter = async () => null; }")
+    result = run_bundle(page, module_url(web, chromium, bundle), samples.feeds("tiny-cnn"),
+                        {k: v.dtype.name for k, v in expected.items()})
+    page.close()
+    assert result["providers"] == ["wasm"]
+    assert "no adapter" in result["partitions"][0]["reason"]
+    assert result["adapter"] is None
+    for output, value in expected.items():
+        assert relative_error(value, result["outputs"][output]) <= TOLERANCE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ppocr-cls", "silero-vad"])
+def test_demo_page_shows_the_outputs(web: WebBuilds, chromium: Chromium, name: str, tmp_path: Path) -> None:
+    bundle = web.bundle(name)
+    requests: list[str] = []
+    page = chromium.page()
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(chromium.url(web.path_in_root(bundle, "demo/index.html")))
+    page.wait_for_selector("body[data-ready]", timeout=120_000)
+    shot = tmp_path / "demo.png"
+    page.screenshot(path=str(shot), full_page=True)
+    state = page.evaluate("document.body.dataset.ready")
+    rows = page.locator("#outputs tr").all_inner_texts()
+    errors = [m for m in page.messages if m[0] in ("error", "pageerror")]
+    page.close()
+    assert state == "true", page.messages
+    assert errors == []
+    outputs = [o["name"] for o in json.loads((bundle / "manifest.json").read_text())["outputs"]]
+    assert [row.split("\t")[0] for row in rows[1:]] == outputs
+    assert all(any(ch.isdigit() for ch in row.split("\t")[2]) for row in rows[1:])
+    image = shot.read_bytes()
+    assert image[:8] == b"\x89PNG\r\n\x1a\n" and len(image) > 10_000
+    prefix = chromium.url(web.path_in_root(bundle))
+    assert requests and all(url.startswith(prefix) for url in requests), requests
+
+
+def bad_feeds(name: str) -> dict[str, Any]:
+    """In-page feed expressions for tiny-cnn (input `image`, float32 [1, 3, 32, 32])."""
+    good = "new Float32Array(3072)"
+    return {
+        "wrong name": (f"{{ picture: {{ data: {good}, dims: [1, 3, 32, 32] }} }}", "missing [\"image\"]"),
+        "wrong dims": (f"{{ image: {{ data: {good}, dims: [1, 3, 32, 16] }} }}", "must have dims [1,3,32,32]"),
+        "wrong dtype": ("{ image: { data: new Float64Array(3072), dims: [1, 3, 32, 32] } }",
+                        "must be a Float32Array (float32), got Float64Array"),
+        "wrong length": ("{ image: { data: new Float32Array(10), dims: [1, 3, 32, 32] } }", "has 10 elements"),
+    }[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["wrong name", "wrong dims", "wrong dtype", "wrong length"])
+@pytest.mark.parametrize("providers", [["webgpu", "wasm"], ["wasm"]], ids=["webgpu", "wasm"])
+def test_bad_input_rejects_with_a_clear_error(web: WebBuilds, chromium: Chromium, case: str,
+                                              providers: list[str]) -> None:
+    bundle = web.bundle("tiny-cnn")
+    feeds, expected = bad_feeds(case)
+    page = chromium.page()
+    message = page.evaluate(RUN_ERROR.replace("feeds === null ? undefined : feeds", feeds),
+                            {"module": module_url(web, chromium, bundle), "feeds": None, "providers": providers})
+    page.close()
+    assert message.startswith("Error: edgepack: ") and expected in message, message
+
+
+def broken_copy(web: WebBuilds, bundle: Path, label: str) -> Path:
+    copy = bundle.parent / f"{bundle.name}-{label}"
+    if not copy.exists():
+        shutil.copytree(bundle, copy)
+    return copy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("providers", [["webgpu", "wasm"], ["wasm"]], ids=["webgpu", "wasm"])
+def test_corrupted_plan_rejects(web: WebBuilds, chromium: Chromium, providers: list[str]) -> None:
+    copy = broken_copy(web, web.bundle("tiny-cnn"), "corrupt")
+    plan = copy / "model" / "p0.epk"
+    data = bytearray(plan.read_bytes())
+    data[20:24] = (10_000_000).to_bytes(4, "little")  # the tensor table now lies past the end of the file
+    plan.write_bytes(bytes(data))
+    page = chromium.page()
+    message = page.evaluate(RUN_ERROR.replace("feeds === null ? undefined : feeds", "{}"),
+                            {"module": module_url(web, chromium, copy), "feeds": None, "providers": providers})
+    page.close()
+    assert message.startswith("Error: edgepack: model/p0.epk (partition p0) is not a valid .epk plan"), message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("missing", ["model/p0.epk", "runtime/edgepack.wasm"])
+def test_missing_file_rejects(web: WebBuilds, chromium: Chromium, missing: str) -> None:
+    copy = broken_copy(web, web.bundle("tiny-cnn"), "missing-" + missing.replace("/", "-"))
+    (copy / missing).unlink(missing_ok=True)
+    page = chromium.page()
+    message = page.evaluate(RUN_ERROR.replace("feeds === null ? undefined : feeds", "{}"),
+                            {"module": module_url(web, chromium, copy), "feeds": None, "providers": "auto"})
+    page.close()
+    assert message.startswith("Error: edgepack: could not load ") and missing in message and "HTTP 404" in message, \
+        message

@@ -208,6 +208,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.device:
         return cmd_bench_device(args)
+    if args.compare == "onnxruntime-web":
+        raise EdgepackError("--compare onnxruntime-web runs in a browser", where="--compare",
+                            fix="add --device chromium (and pass a web bundle), or use --compare onnxruntime")
     runs = HOST_RUNS if args.runs is None else args.runs
     report = bench(args.model, args.provider, runs, args.warmup, args.threads, args.compare, args.source,
                    load_inputs(args.input or []), parse_dims(args.dim or []))
@@ -225,11 +228,29 @@ def cmd_bench_device(args: argparse.Namespace) -> int:
     from .input_files import load_inputs
     from .sample_inputs import parse_dims
 
+    if args.device == "chromium":
+        return cmd_bench_chromium(args)
     if args.provider or args.compare:
         raise EdgepackError("--device runs the bundle's own C library: --provider and --compare do not apply",
                             where="--device", fix="leave out --provider and --compare")
     report = bench_on_device(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs,
                              load_inputs(args.input or []), parse_dims(args.dim or []))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in summary_lines(report):
+            stdout.print(escape(line))
+    return 0 if report.passed else 1
+
+
+def cmd_bench_chromium(args: argparse.Namespace) -> int:
+    from .bench_chromium import bench_in_chromium, summary_lines
+    from .input_files import load_inputs
+    from .sample_inputs import parse_dims
+
+    report = bench_in_chromium(args.model, args.provider, DEVICE_RUNS if args.runs is None else args.runs,
+                               args.warmup, load_inputs(args.input or []), parse_dims(args.dim or []),
+                               compare=args.compare, source=args.source)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -348,17 +369,19 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--threads", type=int, default=1,
                    help="threads for OpenVINO and onnxruntime (default: 1, single-threaded, so that figures "
                         "compare; the reference provider runs on NumPy and ignores it)")
-    n.add_argument("--compare", choices=["onnxruntime"], help="also run onnxruntime on the source model, in this "
-                                                              "process, and print the ratios")
+    n.add_argument("--compare", choices=["onnxruntime", "onnxruntime-web"],
+                   help="also run onnxruntime on the source model, in this process, and print the ratios "
+                        "(onnxruntime-web: in the same browser, with --device chromium)")
     n.add_argument("--source", help="with --compare and a bundle: the .onnx the bundle was built from")
     n.add_argument("--input", action="append", metavar="NAME=FILE",
                    help="as for run; inputs not given are seeded random data")
     n.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="size of a symbolic dim in generated inputs (default: 1 on axis 0, 64 elsewhere)")
-    n.add_argument("--device", choices=["qemu-arm64"],
-                   help="a C library bundle (--profile raspberry-pi): cross-compile its example and run it under "
-                        "qemu-aarch64; reports correctness against reference (emulated timings are not device "
-                        "speed)")
+    n.add_argument("--device", choices=["qemu-arm64", "chromium"],
+                   help="qemu-arm64: a C library bundle (--profile raspberry-pi): cross-compile its example and run "
+                        "it under qemu-aarch64; reports correctness against reference (emulated timings are not "
+                        "device speed). chromium: a web bundle (--profile web) in headless Chromium, --provider "
+                        "webgpu or wasm (WebGPU there is SwiftShader: not GPU speed)")
     n.add_argument("--json", action="store_true", help="print the figures as JSON")
     n.set_defaults(func=cmd_bench)
 

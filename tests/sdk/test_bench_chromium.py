@@ -1,0 +1,84 @@
+"""`edgepack bench BUNDLE --device chromium`: runs a web bundle in headless Chromium, reports the provider per
+partition, the adapter and the timings, checks the outputs against `reference` on the source model, and with
+`--compare onnxruntime-web` runs the source model in onnxruntime-web in the same browser."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import edgepack
+from edgepack import samples
+from edgepack.runtime.native.build import cache_root
+from edgepack.targets.web.chromium import missing
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=f"no headless Chromium: {missing()}")
+
+
+def ort_web_reason() -> str | None:
+    """Why onnxruntime-web cannot be had (not in the cache, and no npm to install it), or None."""
+    cached = (cache_root().parent / "bench-node" / "node_modules" / "onnxruntime-web" / "package.json").is_file()
+    if cached or (shutil.which("npm") and shutil.which("node")):
+        return None
+    return "onnxruntime-web is not in the cache and node/npm are missing to install it"
+
+
+def web_bundle(name: str, folder: Path, weights: str | None = None) -> Path:
+    feeds = samples.feeds(name)
+    return edgepack.build(samples.path(name), profile="web", output_dir=folder,
+                          input_shapes={k: v.shape for k, v in feeds.items()}, sample_inputs=[feeds],
+                          weights=weights).bundle_dir
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("web-bench")
+    return {"tiny-cnn": web_bundle("tiny-cnn", root / "fp16"),
+            "ppocr-cls": web_bundle("ppocr-cls", root / "fp32", weights="fp32")}
+
+
+def test_bench_runs_a_web_bundle_on_its_own_providers(bundles: dict[str, Path], cli) -> None:
+    result = cli("bench", bundles["tiny-cnn"], "--device", "chromium", "--runs", "3", "--json")
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["device"] == "chromium" and report["provider"] == "auto" and report["passed"] is True
+    assert [o["name"] for o in report["outputs"]] == ["probs"]
+    assert report["providers"] == [p["provider"] for p in report["partitions"]]
+    assert set(report["providers"]) <= {"webgpu", "wasm"}
+    assert report["timing"]["runs"] == 3 and report["timing"]["cold_start_ms"] > 0
+    assert report["timing"]["p90_ms"] >= report["timing"]["p50_ms"] > 0
+    assert report["inputs"][0]["from"] == "generated"
+    if report["adapter"] and report["adapter"]["isFallbackAdapter"]:
+        assert any("do not measure GPU speed" in note for note in report["notes"])
+
+
+def test_bench_compares_with_onnxruntime_web_on_wasm(bundles: dict[str, Path], cli) -> None:
+    reason = ort_web_reason()
+    if reason:
+        pytest.skip(reason)
+    result = cli("bench", bundles["ppocr-cls"], "--device", "chromium", "--provider", "wasm", "--runs", "3",
+                 "--warmup", "1", "--compare", "onnxruntime-web")
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
+    assert "correctness: PASS" in text and ": ok" in text and "FAIL" not in text
+    assert "providers: wasm" in text and "adapter: none" in text
+    assert "max abs diff within 0.0001 of each output's scale" in text
+    assert "onnxruntime-web" in text and "(wasm backend, 1 thread)" in text
+    assert "ratios edgepack / onnxruntime-web" in text and "cold start" in text and "p50" in text
+
+
+def test_bench_chromium_refuses_a_bundle_that_is_not_a_web_bundle(cli, tmp_path: Path) -> None:
+    bundle = edgepack.build(samples.path("tiny-cnn"), profile="generic", output_dir=tmp_path).bundle_dir
+    result = cli("bench", bundle, "--device", "chromium")
+    assert result.code == 2
+    text = " ".join(result.message.split())
+    assert "'generic' bundle, not a web bundle" in text and "--profile web" in text
+
+
+def test_bench_chromium_says_when_the_folder_is_missing(cli, tmp_path: Path) -> None:
+    result = cli("bench", tmp_path / "nowhere", "--device", "chromium")
+    assert result.code == 2
+    assert "is not a folder" in " ".join(result.message.split())

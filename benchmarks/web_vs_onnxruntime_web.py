@@ -1,0 +1,287 @@
+"""edgepack's web bundle (`--profile web`, its JS runtime on the wasm core) against onnxruntime-web (wasm backend,
+1 thread), both in one headless Chromium.
+
+    python benchmarks/web_vs_onnxruntime_web.py [--blocks 5] [--block-ms 400] [--warmup 2] [--cold 3]
+                                                [--gpu-runs 3] [--seed 0] [model ...]
+
+Models and inputs are those of `wasm_vs_onnxruntime_web.py`: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320,
+ppocr-cls at 1x3x48x192 and silero-vad (512 samples at 16 kHz), inputs from `samples.feeds(name, --seed)`. edgepack
+runs the web bundle that `edgepack.build(model, "web", weights="fp32", input_shapes=<the feeds' shapes>)` writes,
+through its own `index.js` (`createSession({providers: ["wasm"]})`: every partition on `runtime/edgepack.wasm`);
+onnxruntime-web runs the same model slimmed as a build slims it, from its wasm-only browser entry
+(`onnxruntime-web/wasm`, `dist/ort.wasm.bundle.min.mjs`, the emscripten glue inlined, plus
+`dist/ort-wasm-simd-threaded.wasm`), with `executionProviders: ["wasm"]`, `graphOptimizationLevel: "all"` and
+`ort.env.wasm.numThreads = 1`. onnxruntime-web comes from npm into edgepack's cache (`install_ort_web` of
+wasm_vs_onnxruntime_web.py). One localhost server (targets/web/chromium.py, `Cache-Control: no-store`, no COOP/COEP
+headers, so neither side could use threads) serves both; Chromium is Debian's, driven by Playwright, with default V8
+flags (wasm compiled by Liftoff first and tiered up in the background, as a user's browser does).
+
+cold start: a fresh tab per measurement (nothing imported, nothing compiled, nothing cached): the time from the
+`import()` of the entry module to the end of the first run on the feeds: fetching and compiling the JS and the
+.wasm, fetching the plans or the model, opening the session (onnxruntime-web: `InferenceSession.create`, which
+optimizes the graph), and the first call. --cold tabs per side, alternating which side goes first; the figure is the
+median. Target: edgepack's cold start <= onnxruntime-web's.
+
+latency: one tab per side per model. --blocks blocks alternate which side goes first; in each block each side opens a
+fresh session (the module stays imported), calls it --warmup times untimed, then N times, each call an awaited
+`run(feeds)` timed with `performance.now()` (input copy in, run, outputs out to JS arrays; onnxruntime-web: the
+inputs wrapped as `ort.Tensor` in each call). N makes the slower side's block about --block-ms (at least 3). A side's
+p50 is the median of its block medians; the ratio is edgepack / onnxruntime-web with the range of the per-block
+ratios. Target: <= 1.5x. `performance.now()` in a page that is not cross-origin isolated has 0.1 ms resolution.
+max |diff| compares the two sides' outputs of their first latency call.
+
+webgpu: the same bundle with `providers: ["webgpu", "wasm"]` in a fresh tab, --gpu-runs timed calls after the first;
+p50. Headless Chromium's WebGPU is SwiftShader, a CPU rasterizer: this column checks that the WebGPU path runs and
+gives the right numbers (its max |diff| is against onnxruntime-web); it does not measure GPU speed.
+
+runtime bytes: what each side ships to run any model, raw and gzip -9 (each file compressed on its own, as a server
+sends them). edgepack: the bundle's `runtime/*.js` and `runtime/edgepack.wasm` (the WGSL kernels, loaded only for
+WebGPU, are listed apart); onnxruntime-web: its browser entry and .wasm as above. Models, plans and the bundle's
+index.js (the model's description) are not counted. Target: edgepack's bytes <= 1/30 of onnxruntime-web's.
+Absolute times are this machine's, and other work shares it: read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from wasm_vs_onnxruntime_web import (
+    BYTES_TARGET,
+    MODELS,
+    ORT_BROWSER_FILES,
+    browser_entry,
+    geometric_mean,
+    install_ort_web,
+    package_json,
+    serialized,
+    sizes,
+)
+
+import edgepack
+from edgepack import samples
+from edgepack.bench_chromium import run_ort, stage_ort
+from edgepack.loader import check_model, load_model
+from edgepack.packager.slim import slim
+from edgepack.targets.web.chromium import Chromium, run_bundle
+
+SIDES = ("edgepack", "onnxruntime-web")
+COLD_TARGET = 1.0
+LATENCY_TARGET = 1.5
+
+
+@dataclass
+class Case:
+    name: str
+    feeds: dict[str, np.ndarray]
+    bundle: Path
+    model: Path
+    dtypes: dict[str, str]
+
+
+@dataclass
+class Measured:
+    name: str
+    cold: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in SIDES})
+    blocks: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in SIDES})
+    runs: int = 0
+    max_abs_diff: float = float("nan")
+    gpu_p50: float | None = None
+    gpu_providers: list[str] = field(default_factory=list)
+    gpu_adapter: dict[str, Any] | None = None
+    gpu_diff: float | None = None
+    gpu_error: str | None = None
+
+
+def max_abs_diff(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray]) -> float:
+    diffs = [float(np.max(np.abs(np.asarray(v, np.float64) - np.asarray(theirs[k], np.float64))))
+             for k, v in ours.items() if k in theirs and np.shape(v) == np.shape(theirs[k]) and np.size(v)]
+    return max(diffs) if diffs else float("nan")
+
+
+def prepare(name: str, seed: int, root: Path) -> Case:
+    feeds = samples.feeds(name, seed)
+    result = edgepack.build(samples.path(name), "web", root / "bundles" / name, weights="fp32",
+                            input_shapes={k: v.shape for k, v in feeds.items()}, sample_inputs=[feeds])
+    model = slim(check_model(load_model(samples.path(name)).model, name))[0]
+    path = root / "models" / f"{name}.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(serialized(model))
+    manifest = json.loads((result.bundle_dir / "manifest.json").read_text())
+    return Case(name, feeds, result.bundle_dir, path, {o["name"]: o["dtype"] for o in manifest["outputs"]})
+
+
+class Runner:
+    """Both sides in one Chromium: `call(side, page, repeat)` runs a fresh session and returns run_bundle's dict."""
+
+    def __init__(self, browser: Chromium, root: Path, ort_module: str, ort_wasm: str) -> None:
+        self.browser, self.root, self.ort_module, self.ort_wasm = browser, root, ort_module, ort_wasm
+
+    def call(self, side: str, page: Any, case: Case, repeat: int, providers: list[str] | None = None
+             ) -> dict[str, Any]:
+        if side == "edgepack":
+            url = self.browser.url((case.bundle / "index.js").relative_to(self.root).as_posix())
+            return run_bundle(page, url, case.feeds, case.dtypes, providers or ["wasm"], repeat)
+        return run_ort(page, self.browser.url(self.ort_module), self.browser.url(self.ort_wasm),
+                       self.browser.url(case.model.relative_to(self.root).as_posix()), case.feeds, repeat)
+
+
+def measure(runner: Runner, case: Case, args: argparse.Namespace, console: Console) -> Measured:
+    row = Measured(case.name)
+    browser = runner.browser
+    for index in range(args.cold):
+        order = SIDES if index % 2 == 0 else SIDES[::-1]
+        for side in order:
+            page = browser.page()
+            try:
+                row.cold[side].append(runner.call(side, page, case, 0)["coldStartMs"])
+            finally:
+                page.close()
+    pages = {side: browser.page() for side in SIDES}
+    try:
+        probe = {side: runner.call(side, pages[side], case, 3) for side in SIDES}
+        slowest = max(statistics.median(p["runMs"]) for p in probe.values())
+        row.runs = max(3, int(args.block_ms / max(slowest, 0.1)))
+        for block in range(args.blocks):
+            order = SIDES if block % 2 == 0 else SIDES[::-1]
+            outputs = {}
+            for side in order:
+                result = runner.call(side, pages[side], case, args.warmup + row.runs)
+                row.blocks[side].append(statistics.median(result["runMs"][args.warmup:]))
+                outputs[side] = result["outputs"]
+            if block == 0:
+                row.max_abs_diff = max_abs_diff(outputs["edgepack"], outputs["onnxruntime-web"])
+                reference = outputs["onnxruntime-web"]
+    finally:
+        for page in pages.values():
+            page.close()
+    page = browser.page()
+    try:
+        result = runner.call("edgepack", page, case, args.gpu_runs, ["webgpu", "wasm"])
+        row.gpu_p50 = statistics.median(result["runMs"]) if result["runMs"] else result["firstRunMs"]
+        row.gpu_providers, row.gpu_adapter = list(result["providers"]), result["adapter"]
+        row.gpu_diff = max_abs_diff(result["outputs"], reference)
+    except Exception as error:  # noqa: BLE001  (the WebGPU executor is a work in progress: report, go on)
+        row.gpu_error = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+        console.print(f"[yellow]{case.name}: webgpu failed: {row.gpu_error}[/]")
+    finally:
+        page.close()
+    return row
+
+
+def ratio(row: Measured) -> float:
+    return statistics.median(row.blocks["edgepack"]) / statistics.median(row.blocks["onnxruntime-web"])
+
+
+def cold_ratio(row: Measured) -> float:
+    return statistics.median(row.cold["edgepack"]) / statistics.median(row.cold["onnxruntime-web"])
+
+
+def gpu_cell(row: Measured) -> str:
+    if row.gpu_error:
+        return "error"
+    on_gpu = sum(p == "webgpu" for p in row.gpu_providers)
+    return f"{row.gpu_p50:.1f} ({on_gpu}/{len(row.gpu_providers)} on gpu)"
+
+
+def results_table(measured: list[Measured], caption: str) -> Table:
+    table = Table(title="edgepack web bundle (wasm) vs onnxruntime-web (wasm backend, 1 thread), headless Chromium",
+                  title_justify="left", caption=caption, caption_justify="left")
+    columns = ("model", "cold edgepack ms", "cold ort-web ms", "cold ratio (<= 1)", "calls/block", "p50 edgepack ms",
+               "p50 ort-web ms", "p50 ratio (<= 1.5) (block range)", "max |diff|",
+               "webgpu p50 ms, SwiftShader (not GPU speed)", "webgpu max |diff|")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for row in measured:
+        blocks = row.blocks
+        spread = [a / b for a, b in zip(blocks["edgepack"], blocks["onnxruntime-web"])]
+        table.add_row(row.name, *(f"{statistics.median(row.cold[s]):.1f}" for s in SIDES), f"{cold_ratio(row):.2f}",
+                      str(row.runs), *(f"{statistics.median(blocks[s]):.2f}" for s in SIDES),
+                      f"{ratio(row):.2f} ({min(spread):.2f}-{max(spread):.2f})", f"{row.max_abs_diff:.2e}",
+                      gpu_cell(row), "" if row.gpu_diff is None else f"{row.gpu_diff:.2e}")
+    table.add_section()
+    table.add_row("geometric mean", "", "", f"{geometric_mean([cold_ratio(r) for r in measured]):.2f}", "", "", "",
+                  f"{geometric_mean([ratio(r) for r in measured]):.2f}", "", "", "")
+    return table
+
+
+def bytes_table(console: Console, package: Path, bundle: Path) -> None:
+    ours = sorted((bundle / "runtime").glob("*.js")) + [bundle / "runtime" / "edgepack.wasm"]
+    theirs = [browser_entry(package), *(package / f for f in ORT_BROWSER_FILES)]
+    table = Table(title="runtime bytes (JS + wasm shipped; models, plans and index.js not counted)",
+                  title_justify="left")
+    for column in ("", "edgepack", "onnxruntime-web", "ratio", "target <= 1/30"):
+        table.add_column(column, justify="left" if not column else "right")
+    our_raw, our_gzip = sizes(ours)
+    raw, packed = sizes(theirs)
+    table.add_row("raw", f"{our_raw:,}", f"{raw:,}", f"1/{raw / our_raw:.0f}",
+                  "holds" if our_raw * BYTES_TARGET <= raw else "does not hold")
+    table.add_row("gzip -9", f"{our_gzip:,}", f"{packed:,}", f"1/{packed / our_gzip:.0f}",
+                  "holds" if our_gzip * BYTES_TARGET <= packed else "does not hold")
+    console.print(table)
+    kernels = sorted((bundle / "kernels").glob("*.wgsl"))
+    kernel_raw, kernel_gzip = sizes(kernels) if kernels else (0, 0)
+    console.print("edgepack: " + ", ".join(f"runtime/{p.name} {p.stat().st_size:,}" for p in ours)
+                  + f"; WGSL kernels (WebGPU only, not counted): {len(kernels)} files, {kernel_raw:,} raw, "
+                    f"{kernel_gzip:,} gzip")
+    console.print("onnxruntime-web: " + ", ".join(f"{p.relative_to(package.parent.parent)} {p.stat().st_size:,}"
+                                                  for p in theirs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", default=list(MODELS), help=f"models (default: {' '.join(MODELS)})")
+    parser.add_argument("--blocks", type=int, default=5, help="interleaved timing blocks (default: 5)")
+    parser.add_argument("--block-ms", type=float, default=400.0, help="about how long a side's block of calls takes")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed calls per fresh session (default: 2)")
+    parser.add_argument("--cold", type=int, default=3, help="fresh tabs per side for the cold start (default: 3)")
+    parser.add_argument("--gpu-runs", type=int, default=3, help="timed WebGPU calls after the first (default: 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
+    args = parser.parse_args()
+
+    console = Console(width=220)
+    package = install_ort_web(console)
+    measured: list[Measured] = []
+    adapter = None
+    with tempfile.TemporaryDirectory(prefix="edgepack-web-bench-") as folder:
+        root = Path(folder)
+        cases = []
+        for name in args.names:
+            console.print(f"building the web bundle of {name} (fp32 weights)")
+            cases.append(prepare(name, args.seed, root))
+        ort_module, ort_wasm = stage_ort(package, root)
+        with Chromium(root) as browser:
+            runner = Runner(browser, root, ort_module, ort_wasm)
+            version = browser.context.browser.version if browser.context.browser else "?"
+            for case in cases:
+                console.print(f"measuring {case.name}")
+                try:
+                    measured.append(measure(runner, case, args, console))
+                except Exception:  # noqa: BLE001  (one model failing leaves the others' figures)
+                    console.print(f"[red]{case.name} failed:[/]\n{traceback.format_exc(limit=3)}")
+                    continue
+                adapter = adapter or measured[-1].gpu_adapter
+        caption = (f"onnxruntime-web {package_json(package)['version']}, Chromium {version} headless; ms are wall "
+                   f"time; cold: median of {args.cold} fresh tabs per side; p50: median of {args.blocks} interleaved "
+                   f"block medians of about {args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} "
+                   f"warmup call(s) each")
+        if measured:
+            console.print(results_table(measured, caption))
+        if adapter:
+            console.print(f"WebGPU adapter: {adapter.get('vendor')} {adapter.get('architecture')}, fallback adapter: "
+                          f"{adapter.get('isFallbackAdapter')}; SwiftShader runs WGSL on the CPU: the webgpu column "
+                          "checks the path and its numbers, it does not measure GPU speed")
+        bytes_table(console, package, cases[0].bundle)
+
+
+if __name__ == "__main__":
+    main()

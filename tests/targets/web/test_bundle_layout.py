@@ -13,7 +13,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from edgepack import samples
 from edgepack.runtime import Session
 from edgepack.runtime.native.epk import OPS
 from edgepack.targets.web.gpu_kernels import KERNEL_FILES
@@ -90,8 +89,8 @@ def test_readme_snippet_matches_the_api(web: WebBuilds) -> None:
 @pytest.mark.parametrize("name", ["ppocr-cls", "silero-vad"])
 def test_the_bundle_runs_here_on_the_wasm_core(web: WebBuilds, name: str) -> None:
     bundle = web.bundle(name)
-    feeds = samples.feeds(name)
-    expected = Session(samples.path(name), providers=["reference"]).run(feeds)
+    feeds = web.feeds(name)
+    expected = web.reference(name)
     actual = Session(bundle).run(feeds)
     for output, value in expected.items():
         assert relative_error(value, actual[output]) <= 1e-4, output
@@ -103,8 +102,8 @@ def test_the_profile_default_fp16_weights_pass_the_fidelity_gate(web: WebBuilds)
     built = manifest(bundle)
     assert built["fidelity"]["passed"]
     assert min(o["cosine"] for o in built["fidelity"]["outputs"].values()) >= 0.999
-    feeds = samples.feeds("ppocr-cls")
-    expected = Session(samples.path("ppocr-cls"), providers=["reference"]).run(feeds)
+    feeds = web.feeds("ppocr-cls")
+    expected = web.reference("ppocr-cls")
     actual = Session(bundle).run(feeds)
     for output, value in expected.items():
         a, b = value.ravel().astype(np.float64), actual[output].ravel().astype(np.float64)

@@ -8,11 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from edgepack import samples
-from edgepack.runtime import Session
 from edgepack.targets.web.chromium import Chromium, run_bundle
 
 from .web_builds import TOLERANCE, WebBuilds, relative_error
@@ -34,10 +32,6 @@ def module_url(web: WebBuilds, chromium: Chromium, bundle: Path) -> str:
     return chromium.url(web.path_in_root(bundle, "index.js"))
 
 
-def reference_outputs(name: str) -> dict[str, np.ndarray]:
-    return Session(samples.path(name), providers=["reference"]).run(samples.feeds(name))
-
-
 def planned(bundle: Path) -> list[str]:
     return [p["provider"] for p in json.loads((bundle / "manifest.json").read_text())["partitions"]]
 
@@ -47,9 +41,9 @@ def planned(bundle: Path) -> list[str]:
 @pytest.mark.parametrize("name", samples.names())
 def test_sample_matches_reference(web: WebBuilds, chromium: Chromium, name: str, providers: list[str]) -> None:
     bundle = web.bundle(name)
-    expected = reference_outputs(name)
+    expected = web.reference(name)
     page = chromium.page()
-    result = run_bundle(page, module_url(web, chromium, bundle), samples.feeds(name),
+    result = run_bundle(page, module_url(web, chromium, bundle), web.feeds(name),
                         {k: v.dtype.name for k, v in expected.items()}, providers)
     page.close()
     if providers == ["wasm"]:
@@ -82,10 +76,10 @@ def test_webgpu_partitions_ran_on_a_webgpu_adapter(web: WebBuilds, chromium: Chr
 @pytest.mark.slow
 def test_without_an_adapter_everything_runs_on_wasm(web: WebBuilds, chromium: Chromium) -> None:
     bundle = web.bundle("tiny-cnn")
-    expected = reference_outputs("tiny-cnn")
+    expected = web.reference("tiny-cnn")
     page = chromium.page()
     page.evaluate("() => { navigator.gpu.requestAdapter = async () => null; }")
-    result = run_bundle(page, module_url(web, chromium, bundle), samples.feeds("tiny-cnn"),
+    result = run_bundle(page, module_url(web, chromium, bundle), web.feeds("tiny-cnn"),
                         {k: v.dtype.name for k, v in expected.items()})
     page.close()
     assert result["providers"] == ["wasm"]

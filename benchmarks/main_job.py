@@ -18,7 +18,7 @@ from edgepack import samples
 from edgepack.build import target_available
 from edgepack.profile import builtin_names
 
-FIXED_SHAPES = {"embedded"}
+FIXED_SHAPES = {"embedded", "web"}
 """Targets whose plans are lowered for fixed input shapes: every input is pinned to its sample's shape."""
 
 

@@ -19,7 +19,7 @@ from . import epk
 from .arena import plan_arena
 from .epk import ARENA, WEIGHT, Op, Plan, Tensor
 from .patterns import rewrite_hard_swish
-from .quantized import SLOTS, Quantized, follow, from_dequantize, scratch_bytes
+from .quantized import SLOTS, Quantized, follow, from_dequantize, from_half_cast, scratch_bytes
 
 MAX_BLOCK_COLUMNS = 256
 """Columns per packed block in the C matrix-product engine (EP_GEMM_BLOCK): scratch is sized for it."""
@@ -118,7 +118,7 @@ class Lowering:
         inputs += [None] * (own - len(inputs))
         for k in slots:
             value = inputs[k] if k in keep else None
-            inputs.append(value.scale if value else None)
+            inputs.append(value.scale if value else None)  # None for float16 weights, which have no scale
             params += [value.axis, value.block] if value else [0, 0]
             scratch += scratch_bytes(value) if value else 0
         return inputs, params, scratch, {*keep, *range(own, own + len(slots))}
@@ -195,6 +195,9 @@ class Lowering:
             values = self.lower_if(node, inputs[0], scope)
         elif node.op_type == "DequantizeLinear" and node.domain in ("", "ai.onnx") and \
                 (quantized := from_dequantize(node, inputs)) is not None:
+            values = [quantized]
+        elif node.op_type == "Cast" and node.domain in ("", "ai.onnx") and \
+                (quantized := from_half_cast(node, inputs)) is not None:
             values = [quantized]
         elif node.op_type in ("Reshape", "Cast") and isinstance(inputs[0], Quantized) and \
                 (quantized := follow(node, inputs[0], *self.infer(node, inputs)[0][::-1])) is not None:

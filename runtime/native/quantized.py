@@ -1,6 +1,7 @@
 """Quantized weights in the lowering: a constant DequantizeLinear of int8 or int4 values (and the Reshape and Cast
-the int4 form adds) stays quantized until a weight slot of Conv, ConvTranspose, MatMul, Gemm or LSTM reads it; the
-plan then stores the integers and scales, and the op dequantizes per call. Any other reader gets the float array."""
+the int4 form adds), or a Cast of a float16 constant to float32, stays quantized until a weight slot of Conv,
+ConvTranspose, MatMul, Gemm or LSTM reads it; the plan then stores the integers and scales (or the float16 values),
+and the op dequantizes per call. Any other reader gets the float array."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ SCRATCH_ALIGN = 16
 @dataclass(eq=False)
 class Quantized:
     """int8 or int4 `values` in the float weight's shape with their `scale`: per axis (1-D, `block` 0), or in blocks
-    of `block` along the flattened [outer, length, inner] view of the values (scale [outer, blocks, inner])."""
+    of `block` along the flattened [outer, length, inner] view of the values (scale [outer, blocks, inner]); or
+    float16 `values` with no scale (a float16 weight behind a Cast to float32)."""
 
     values: np.ndarray
-    scale: np.ndarray
+    scale: np.ndarray | None
     axis: int
     block: int
     dtype: str
@@ -34,6 +36,8 @@ class Quantized:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """DequantizeLinear's result (computed in the scale's type), then the Cast this value went through."""
+        if self.cached is None and self.scale is None:
+            self.cached = self.values.astype(self.dtype)
         if self.cached is None:
             values = self.values.astype(np.float32)
             if self.block:
@@ -80,10 +84,21 @@ def from_dequantize(node: onnx.NodeProto, inputs: Sequence[Any]) -> Quantized | 
     return Quantized(values, scale.reshape(outer, blocks, inner), axis, block, scale.dtype.name)
 
 
+def from_half_cast(node: onnx.NodeProto, inputs: Sequence[Any]) -> Quantized | None:
+    """A Cast to float32 of a constant float16 weight, kept in float16 for a weight slot (None: not that form)."""
+    value = inputs[0]
+    if not isinstance(value, np.ndarray) or value.dtype != np.float16 or value.ndim == 0 or \
+            _attribute(node, "to", 0) != onnx.TensorProto.FLOAT:
+        return None
+    return Quantized(value, None, 0, 0, "float32")
+
+
 def follow(node: onnx.NodeProto, value: Quantized, shape: Sequence[int], dtype: str) -> Quantized | None:
     """A Reshape or Cast to float32 of a quantized value, kept quantized (None: the form does not allow it)."""
     if node.op_type == "Cast":
         return Quantized(value.values, value.scale, value.axis, value.block, dtype) if dtype == "float32" else None
+    if value.scale is None:
+        return Quantized(value.values.reshape(shape), None, 0, 0, value.dtype)
     if not value.block:
         return None
     outer = value.scale.shape[0]

@@ -1,8 +1,9 @@
-/* Quantized weights (int8 or packed int4 with float32 or float16 scales) under Conv, ConvTranspose, MatMul, Gemm
-   and LSTM. A quantized op carries, after its own inputs and parameters, one scale input and two parameter words
-   (axis, block size; 0 = one scale per index along the axis) per weight slot; EPK.md gives the layouts. Each call
-   dequantizes its weights into the head of the scratch, as ONNX DequantizeLinear computes them (rounded to float16
-   when the scales are float16), and runs the float kernel on them with the rest of the scratch. */
+/* Quantized weights (int8 or packed int4 with float32 or float16 scales; float16 with none) under Conv,
+   ConvTranspose, MatMul, Gemm and LSTM. A quantized op carries, after its own inputs and parameters, one scale input
+   and two parameter words (axis, block size; 0 = one scale per index along the axis) per weight slot; EPK.md gives
+   the layouts. Each call dequantizes its weights into the head of the scratch, as ONNX DequantizeLinear computes them
+   (rounded to float16 when the scales are float16; float16 weights widened exactly), and runs the float kernel on
+   them with the rest of the scratch. */
 #include "../ep_internal.h"
 
 extern const ep_kernel ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_lstm;
@@ -44,9 +45,10 @@ static size_t scratch_floats(const ep_tensor *w) { return ((size_t)w->count + 15
 static ep_status check_slot(const ep_node *n, const ep_tensor *w, const ep_tensor *scale, int32_t axis,
                             int32_t block, char *error) {
     if (!w) return scale || axis || block ? ep_fail(error, n, ": scales for an absent weight") : EP_OK;
-    if (w->dtype == EP_F32)
-        return scale || axis || block ? ep_fail(error, n, ": scales for a float32 weight") : EP_OK;
-    if (w->dtype != EP_I8 && w->dtype != EP_I4) return ep_fail(error, n, ": weights must be float32, int8 or int4");
+    if (w->dtype == EP_F32 || w->dtype == EP_F16)
+        return scale || axis || block ? ep_fail(error, n, ": scales for a float weight") : EP_OK;
+    if (w->dtype != EP_I8 && w->dtype != EP_I4)
+        return ep_fail(error, n, ": weights must be float32, float16, int8 or int4");
     if (!scale || (scale->dtype != EP_F32 && scale->dtype != EP_F16))
         return ep_fail(error, n, ": quantized weights need float32 or float16 scales");
     if (axis < 0 || axis >= w->rank || block < 0) return ep_fail(error, n, ": bad quantization axis or block size");
@@ -174,6 +176,11 @@ static void times_scale_rows(float *plane, int64_t rows, int64_t inner, const ep
 /* The whole weight as DequantizeLinear computes it. Per axis: scale[axis index]; blocked: the weight in flat order
    is [outer, length, inner] and its scale is [outer, length / block, inner]. */
 static void dequantize(const ep_tensor *w, const ep_tensor *scale, int32_t axis, int32_t block, float *out) {
+    if (w->dtype == EP_F16) {
+        const uint16_t *half = (const uint16_t *)w->data;
+        for (int64_t i = 0; i < w->count; i++) out[i] = half_to_float(half[i]);
+        return;
+    }
     int64_t outer = 1, inner = 1;
     for (int32_t d = 0; d < axis; d++) outer *= w->dims[d];
     if (block) inner = scale->dims[2];

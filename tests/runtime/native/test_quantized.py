@@ -1,6 +1,7 @@
-"""int8 (per output channel) and int4 (blocks of 32, float16 scales) weights, as edgepack's quantizer writes them,
-stay quantized in the plan and run on the C core: every sample matches `reference` running the same quantized
-model, the plan's weights shrink to about 0.27x / 0.16x of fp32, and the loader refuses broken quantized records."""
+"""int8 (per output channel), int4 (blocks of 32, float16 scales) and fp16 weights, as edgepack's quantizer writes
+them, stay quantized in the plan and run on the C core: every sample matches `reference` running the same quantized
+model, the plan's weights shrink to about 0.27x / 0.16x / 0.5x of fp32, and the loader refuses broken quantized
+records."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from edgepack.runtime.providers import PROVIDERS
 from .sample_plans import TOLERANCE, feeds, relative_error, slimmed
 
 TENSOR, OP, BOUNDS = 4, 5, 3
-RATIO = {"int8": 0.30, "int4": 0.17}
+RATIO = {"int8": 0.30, "int4": 0.17, "fp16": 0.56}
+WEIGHT_DTYPE = {"int8": "int8", "int4": "int4", "fp16": "float16"}
 """The most a quantized plan's weight bytes may be of the fp32 plan's (the quantizer's targets are 0.27 and 0.16 of
 the model's weights; small models keep relatively more fp32 biases)."""
 
@@ -68,17 +70,22 @@ def test_quantized_sample_matches_reference_on_cpu(name: str, weights: str) -> N
     matches("cpu", name, weights)
 
 
-@pytest.mark.parametrize("weights", ["int8", "int4"])
+@pytest.mark.parametrize("name", [name for name in samples.names() if name != "ppocr-det"])
+def test_fp16_weight_sample_matches_reference_on_cpu(name: str) -> None:
+    matches("cpu", name, "fp16")
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4", "fp16"])
 @pytest.mark.parametrize("name", ["tiny-cnn", "tiny-transformer", "ppocr-cls", "silero-vad-16k-sequence"])
-def test_quantized_plan_keeps_the_integer_weights(name: str, weights: str) -> None:
+def test_quantized_plan_keeps_the_quantized_weights(name: str, weights: str) -> None:
     plan = lower_to_plan(quantized(name, weights), shapes(name))
     assert weight_bytes(plan) <= RATIO[weights] * weight_bytes(lower_to_plan(at_opset_21(name), shapes(name)))
-    assert any(t.dtype == weights and t.location == WEIGHT for t in plan.tensors)
+    assert any(t.dtype == WEIGHT_DTYPE[weights] and t.location == WEIGHT for t in plan.tensors)
 
 
 @pytest.mark.parametrize("provider, name, weights", [
-    ("neon", "tiny-cnn", "int4"), ("neon", "tiny-transformer", "int8"),
-    ("wasm", "tiny-cnn", "int8"), ("wasm", "tiny-transformer", "int4")])
+    ("neon", "tiny-cnn", "int4"), ("neon", "tiny-transformer", "int8"), ("neon", "tiny-cnn", "fp16"),
+    ("wasm", "tiny-cnn", "int8"), ("wasm", "tiny-transformer", "int4"), ("wasm", "tiny-transformer", "fp16")])
 def test_quantized_sample_matches_reference_emulated(provider: str, name: str, weights: str) -> None:
     if PROVIDERS[provider].missing() is not None:
         pytest.skip(str(PROVIDERS[provider].missing()))
@@ -146,6 +153,17 @@ def test_per_channel_int8_scales_must_match_the_channels() -> None:
     with pytest.raises(NativeError) as caught:
         NativeSession(epk.write(plan))
     assert caught.value.status == OP and "scale" in str(caught.value)
+
+
+def test_float16_weight_takes_no_quantization_words() -> None:
+    plan = lower_to_plan(quantized("tiny-cnn", "fp16"), shapes("tiny-cnn"))
+    op = next(op for op in plan.ops if op.kind == "Conv" and len(op.inputs) == 4)
+    assert plan.tensors[op.inputs[1]].dtype == "float16" and op.inputs[3] is None and op.params[-2:] == [0, 0]
+    NativeSession(epk.write(plan))
+    op.params[-2] = 1
+    with pytest.raises(NativeError) as caught:
+        NativeSession(epk.write(plan))
+    assert caught.value.status == OP and "scales for a float weight" in str(caught.value)
 
 
 def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path) -> None:

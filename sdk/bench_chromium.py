@@ -326,7 +326,9 @@ def chosen_inputs(manifest: dict[str, Any], feeds: Mapping[str, np.ndarray] | No
     for spec in specs:
         value = np.asarray(given[spec.name]) if spec.name in given else generated[spec.name]
         chosen[spec.name] = np.ascontiguousarray(value.astype(np.dtype(spec.dtype), copy=False))
-        if list(value.shape) != list(spec.shape):
+        fixed = spec.shape is not None and len(spec.shape) == value.ndim and all(
+            not isinstance(d, int) or d == n for d, n in zip(spec.shape, value.shape))
+        if not fixed:
             raise EdgepackError(f"input {spec.name!r} has shape {list(value.shape)}, and the web bundle was built for "
                                 f"{spec.shape}", where=f"input {spec.name!r}",
                                 fix="give an array of the bundle's shape (web bundles run at pinned shapes)")

@@ -15,7 +15,7 @@ from edgepack import samples
 from edgepack.runtime.native.build import cache_root
 from edgepack.targets.web.chromium import missing
 
-pytestmark = pytest.mark.skipif(missing() is not None, reason=f"no headless Chromium: {missing()}")
+needs_chromium = pytest.mark.skipif(missing() is not None, reason=f"no headless Chromium: {missing()}")
 
 
 def ort_web_reason() -> str | None:
@@ -40,6 +40,7 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "ppocr-cls": web_bundle("ppocr-cls", root / "fp32", weights="fp32")}
 
 
+@needs_chromium
 def test_bench_runs_a_web_bundle_on_its_own_providers(bundles: dict[str, Path], cli) -> None:
     result = cli("bench", bundles["tiny-cnn"], "--device", "chromium", "--runs", "3", "--json")
     assert result.code == 0, result.err
@@ -55,6 +56,7 @@ def test_bench_runs_a_web_bundle_on_its_own_providers(bundles: dict[str, Path], 
         assert any("do not measure GPU speed" in note for note in report["notes"])
 
 
+@needs_chromium
 def test_bench_compares_with_onnxruntime_web_on_wasm(bundles: dict[str, Path], cli) -> None:
     reason = ort_web_reason()
     if reason:

@@ -101,6 +101,8 @@ def test_the_profile_default_fp16_weights_pass_the_fidelity_gate(web: WebBuilds)
     bundle = web.bundle("ppocr-cls", weights="fp16")
     built = manifest(bundle)
     assert built["fidelity"]["passed"]
+    plan_bytes = (bundle / "model" / "p0.epk").stat().st_size
+    assert plan_bytes <= 0.56 * (web.bundle("ppocr-cls") / "model" / "p0.epk").stat().st_size
     assert min(o["cosine"] for o in built["fidelity"]["outputs"].values()) >= 0.999
     feeds = web.feeds("ppocr-cls")
     expected = web.reference("ppocr-cls")

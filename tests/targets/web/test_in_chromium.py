@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from edgepack import samples
@@ -54,6 +55,22 @@ def test_sample_matches_reference(web: WebBuilds, chromium: Chromium, name: str,
         actual = result["outputs"][output]
         assert actual.shape == value.shape
         assert relative_error(value, actual) <= TOLERANCE, (output, relative_error(value, actual))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ppocr-cls", "tiny-transformer"])
+def test_profile_fp16_weights_run_on_webgpu(web: WebBuilds, chromium: Chromium, name: str) -> None:
+    """The web profile's own precision: fp16 weights in the plans, widened at upload; held to its min_cosine."""
+    bundle = web.bundle(name, weights="fp16")
+    expected = web.reference(name)
+    page = chromium.page()
+    result = run_bundle(page, module_url(web, chromium, bundle), web.feeds(name),
+                        {k: v.dtype.name for k, v in expected.items()})
+    page.close()
+    assert result["providers"] == ["webgpu"]
+    for output, value in expected.items():
+        a, b = value.ravel().astype(np.float64), result["outputs"][output].ravel().astype(np.float64)
+        assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) >= 0.999, output
 
 
 @pytest.mark.slow

@@ -44,6 +44,8 @@ const UNIFORM_BYTES = PARAM_WORDS * 4;
 const GROUP_SIZE = 64;
 const MAX_GROUPS = 65535;
 const TILE = 4;
+const STRIDE_ITEMS = 16;
+const VECTOR_BYTES = 16;
 const TILED_GROUP = [16, 4];
 
 /** The quantized weight slot of `op`: {axis, block, scale (tensor index)}, or null when it has none. */
@@ -68,6 +70,7 @@ function opRefusal(plan, op) {
     return `Binary ${BINARY_KINDS[op.params[0]] ?? op.params[0]} is not float arithmetic`;
   }
   if (op.op === "Unary" && op.params[0] === UNARY_NOT) return "Unary Not works on bool";
+  if (op.op === "Conv" && plan.tensors[op.inputs[1]].location !== 1) return "weights computed at run time";
   const slot = quantizedSlot(op);
   for (let k = 0; k < op.inputs.length; k++) {
     const index = op.inputs[k];
@@ -212,6 +215,11 @@ function linearGroups(count) {
   return [x, Math.ceil(groups / x), 1];
 }
 
+/** Groups for a grid-stride kernel: enough to keep every core busy, each invocation taking several items. */
+function strideGroups(count) {
+  return [Math.max(1, Math.min(Math.ceil(count / GROUP_SIZE / STRIDE_ITEMS), MAX_GROUPS)), 1, 1];
+}
+
 function tiledGroups(columns, rows, batches) {
   return [Math.ceil(columns / TILE / TILED_GROUP[0]), Math.ceil(rows / TILE / TILED_GROUP[1]), batches];
 }
@@ -234,30 +242,59 @@ function spatial(dims) {
 
 // ---- op lowering: each returns the op's dispatches {file, entry, words, buffers, groups} ----
 
+/** Per-input element strides over the output dims, right-aligned, 0 where the input broadcasts. */
+function broadcastStrides(out, dims) {
+  const own = contiguousStrides(dims);
+  return out.map((_, i) => {
+    const j = i - (out.length - dims.length);
+    return j < 0 || dims[j] === 1 ? 0 : own[j];
+  });
+}
+
+/** Output dims and input strides with size-1 axes dropped and adjacent axes merged where every input allows. */
+function mergeBroadcast(out, inputStrides) {
+  const dims = [];
+  const strides = inputStrides.map(() => []);
+  out.forEach((d, i) => {
+    if (d === 1) return;
+    const last = dims.length - 1;
+    if (last >= 0 && inputStrides.every((s, k) => strides[k][last] === s[i] * d)) {
+      dims[last] *= d;
+      inputStrides.forEach((s, k) => { strides[k][last] = s[i]; });
+      return;
+    }
+    dims.push(d);
+    inputStrides.forEach((s, k) => strides[k].push(s[i]));
+  });
+  return { dims, strides };
+}
+
 function binarySteps(ctx, op) {
   const out = ctx.dims(op.outputs[0]);
-  const strides = op.inputs.slice(0, 2).map((index) => {
-    const dims = ctx.dims(index);
-    const own = contiguousStrides(dims);
-    return out.map((d, i) => {
-      const j = i - (out.length - dims.length);
-      return j < 0 || dims[j] === 1 ? 0 : own[j];
-    });
-  });
-  const words = paramWords([op.params[0], product(out), out.length]);
-  putWords(words, 4, out);
-  putWords(words, 12, strides[0]);
-  putWords(words, 20, strides[1]);
-  return [ctx.step("binary.wgsl", "binary", words, [...op.inputs.slice(0, 2), op.outputs[0]], linearGroups(product(out)))];
+  const count = product(out);
+  if (count === 0) return [];
+  const merged = mergeBroadcast(out, op.inputs.slice(0, 2).map((index) => broadcastStrides(out, ctx.dims(index))));
+  const last = merged.dims.length - 1;
+  const steps = merged.strides.map((s) => (last >= 0 ? s[last] : 0));
+  const rowsOf4 = last >= 0 && merged.dims[last] % 4 === 0 && steps.every((s) => s <= 1);
+  const vectors = Math.ceil(count / 4);
+  const words = paramWords([0, count, merged.dims.length, vectors]);
+  putWords(words, 4, merged.dims);
+  putWords(words, 12, merged.strides[0]);
+  putWords(words, 20, merged.strides[1]);
+  const constants = { KIND: op.params[0], ROWS_OF_4: rowsOf4 ? 1 : 0, A_STEP: steps[0], B_STEP: steps[1] };
+  const operands = [...op.inputs.slice(0, 2), op.outputs[0]];
+  return [ctx.step("binary.wgsl", "binary", words, operands, strideGroups(vectors), constants)];
 }
 
 function unarySteps(ctx, op) {
-  const count = product(ctx.dims(op.outputs[0]));
-  const words = paramWords([op.params[0], count, op.params[1], op.params[2]]);
-  return [ctx.step("unary.wgsl", "unary", words, [op.inputs[0], op.outputs[0]], linearGroups(count))];
+  const vectors = Math.ceil(product(ctx.dims(op.outputs[0])) / 4);
+  const words = paramWords([0, vectors, op.params[1], op.params[2]]);
+  const operands = [op.inputs[0], op.outputs[0]];
+  return [ctx.step("unary.wgsl", "unary", words, operands, strideGroups(vectors), { KIND: op.params[0] })];
 }
 
-function convWords(ctx, op, transpose) {
+function convShape(ctx, op) {
   const p = op.params;
   const x = ctx.dims(op.inputs[0]);
   const y = ctx.dims(op.outputs[0]);
@@ -265,14 +302,38 @@ function convWords(ctx, op, transpose) {
   const [oh, ow] = spatial(y);
   const group = p[1];
   const m = y[1];
-  const hasBias = op.inputs.length > 2 && op.inputs[2] >= 0;
-  const words = paramWords([x[0], x[1], h, w, m, oh, ow, group, x[1] / group, m / group, p[2], p[3], p[4], p[5],
-    p[6], p[7], p[10], p[11], p[12], p[13], p[14], hasBias ? 1 : 0, product(y)]);
-  return { words, hasBias, n: x[0], c: x[1], h, w, oh, ow, m, group, cg: x[1] / group, mg: m / group, transpose };
+  const shape = { n: x[0], c: x[1], h, w, oh, ow, m, group, cg: x[1] / group, mg: m / group, kh: p[2], kw: p[3] };
+  shape.depth = shape.cg * shape.kh * shape.kw;
+  shape.paddedMg = Math.ceil(shape.mg / 4) * 4;
+  shape.hasBias = op.inputs.length > 2 && op.inputs[2] >= 0;
+  return shape;
+}
+
+function convWords(op, s, count) {
+  const p = op.params;
+  return paramWords([s.n, s.c, s.h, s.w, s.m, s.oh, s.ow, s.group, s.cg, s.mg, p[2], p[3], p[4], p[5], p[6], p[7],
+    p[10], p[11], 0, p[13], p[14], s.hasBias ? 1 : 0, count, s.paddedMg / 4]);
 }
 
 function isPointwise(s, p) {
   return p[2] === 1 && p[3] === 1 && p[4] === 1 && p[5] === 1 && s.oh === s.h && s.ow === s.w;
+}
+
+/** Conv weights [group][mg][depth] packed as [group][depth][mg rounded up to 4], so 4 output channels are a vec4. */
+function packConvWeights(ctx, op, s) {
+  const values = ctx.weightValues(op);
+  const packed = new Float32Array(s.group * s.depth * s.paddedMg);
+  for (let g = 0; g < s.group; g++) {
+    for (let m = 0; m < s.mg; m++) {
+      for (let k = 0; k < s.depth; k++) packed[(g * s.depth + k) * s.paddedMg + m] = values[(g * s.mg + m) * s.depth + k];
+    }
+  }
+  return ctx.upload(packed);
+}
+
+/** Whether 4 consecutive elements along a unit-stride axis are always one aligned vec4. */
+function vectorAligned(unitStride, otherStride, bases) {
+  return unitStride === 1 && otherStride % 4 === 0 && bases.every((base) => base % 4 === 0);
 }
 
 /** A pointwise conv as a batched product: per image and group, W[mg, cg] x X[cg, h w] + bias. */
@@ -281,30 +342,39 @@ function pointwiseSteps(ctx, op, s) {
   const offsets = [];
   for (let b = 0; b < s.n; b++) {
     for (let g = 0; g < s.group; g++) {
-      offsets.push(g * s.mg * s.cg, (b * s.c + g * s.cg) * plane, g * s.mg, (b * s.m + g * s.mg) * plane);
+      offsets.push(g * s.cg * s.paddedMg, (b * s.c + g * s.cg) * plane, g * s.mg, (b * s.m + g * s.mg) * plane);
     }
   }
   const p = op.params;
-  const words = paramWords([s.mg, plane, s.cg, s.n * s.group, s.cg, 1, plane, 1, 1, 0, floatBits(1), floatBits(1),
-    p[12], p[13], p[14], s.hasBias ? 1 : 0]);
-  const buffers = [ctx.weight(op), op.inputs[0], s.hasBias ? op.inputs[2] : -1, ctx.offsets(offsets), op.outputs[0]];
-  return [ctx.step("gemm.wgsl", "gemm", words, buffers, tiledGroups(plane, s.mg, s.n * s.group))];
+  const words = paramWords([s.mg, plane, s.cg, s.n * s.group, 1, s.paddedMg, plane, 1, 1, 0, floatBits(1), floatBits(1),
+    0, p[13], p[14], s.hasBias ? 1 : 0]);
+  const constants = { ACT: p[12], A_ROWS_4: 1, B_COLUMNS_4: vectorAligned(1, plane, offsets.filter((_, i) => i % 4 === 1)) ? 1 : 0 };
+  const operands = [packConvWeights(ctx, op, s), op.inputs[0], s.hasBias ? op.inputs[2] : -1, ctx.upload(new Uint32Array(offsets)),
+    op.outputs[0]];
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(plane, s.mg, s.n * s.group), constants)];
 }
 
 function convSteps(ctx, op) {
-  const s = convWords(ctx, op, false);
+  const s = convShape(ctx, op);
   if (isPointwise(s, op.params)) return pointwiseSteps(ctx, op, s);
-  const buffers = [op.inputs[0], ctx.weight(op), s.hasBias ? op.inputs[2] : -1, op.outputs[0]];
+  const constants = { ACT: op.params[12] };
+  const bias = s.hasBias ? op.inputs[2] : -1;
   if (s.cg === 1 && s.mg === 1) {
-    return [ctx.step("conv.wgsl", "conv_depthwise", s.words, buffers, linearGroups(product(ctx.dims(op.outputs[0]))))];
+    const quads = s.n * s.m * s.oh * Math.ceil(s.ow / 4);
+    const operands = [op.inputs[0], ctx.weight(op), bias, op.outputs[0]];
+    return [ctx.step("conv.wgsl", "conv_depthwise", convWords(op, s, quads), operands, linearGroups(quads), constants)];
   }
-  return [ctx.step("conv.wgsl", "conv_tiled", s.words, buffers, tiledGroups(s.oh * s.ow, s.mg, s.n * s.group))];
+  const operands = [op.inputs[0], packConvWeights(ctx, op, s), bias, op.outputs[0]];
+  const groups = tiledGroups(s.oh * s.ow, s.mg, s.n * s.group);
+  return [ctx.step("conv.wgsl", "conv_tiled", convWords(op, s, 0), operands, groups, constants)];
 }
 
 function convTransposeSteps(ctx, op) {
-  const s = convWords(ctx, op, true);
-  const buffers = [op.inputs[0], ctx.weight(op), s.hasBias ? op.inputs[2] : -1, op.outputs[0]];
-  return [ctx.step("conv.wgsl", "conv_transpose", s.words, buffers, linearGroups(product(ctx.dims(op.outputs[0]))))];
+  const s = convShape(ctx, op);
+  const count = product(ctx.dims(op.outputs[0]));
+  const operands = [op.inputs[0], ctx.weight(op), s.hasBias ? op.inputs[2] : -1, op.outputs[0]];
+  return [ctx.step("conv.wgsl", "conv_transpose", convWords(op, s, count), operands, linearGroups(count),
+    { ACT: op.params[12] })];
 }
 
 /** Per-batch offsets of a broadcast batched product: A and B strides per batch axis (0 where broadcast). */
@@ -352,8 +422,9 @@ function matmulSteps(ctx, op) {
   const { batches, offsets } = batchOffsets(aDims, bDims, m, k, n);
   if (batches === 0 || m * n === 0) return [];
   const words = paramWords([m, n, k, batches, k, 1, n, 1, 0, 0, floatBits(1), 0, 0, 0, 0, 0]);
-  const buffers = [op.inputs[0], ctx.weight(op), -1, ctx.offsets(offsets), op.outputs[0]];
-  return [ctx.step("gemm.wgsl", "gemm", words, buffers, tiledGroups(n, m, batches))];
+  const operands = [op.inputs[0], ctx.weight(op), -1, ctx.upload(new Uint32Array(offsets)), op.outputs[0]];
+  const constants = { B_COLUMNS_4: vectorAligned(1, n, offsets.filter((_, i) => i % 4 === 1)) ? 1 : 0 };
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(n, m, batches), constants)];
 }
 
 /** C's element strides over the [M, N] output, broadcasting right-aligned. */
@@ -376,11 +447,13 @@ function gemmSteps(ctx, op) {
   const cIndex = op.inputs.length > 2 ? op.inputs[2] : -1;
   const hasC = cIndex >= 0 && beta !== 0;
   const [cRow, cColumn] = hasC ? broadcastStrides2d(ctx.dims(cIndex)) : [0, 0];
-  const words = paramWords([m, n, k, 1, p[0] ? 1 : a[1], p[0] ? a[1] : 1, p[1] ? 1 : b[1], p[1] ? b[1] : 1, cRow, cColumn,
-    p[2], p[3], p[4], p[5], p[6], hasC ? 1 : 0]);
-  const buffers = [op.inputs[0], ctx.weight(op), hasC ? cIndex : -1, ctx.offsets([0, 0, 0, 0]), op.outputs[0]];
+  const strides = [p[0] ? 1 : a[1], p[0] ? a[1] : 1, p[1] ? 1 : b[1], p[1] ? b[1] : 1];
+  const words = paramWords([m, n, k, 1, ...strides, cRow, cColumn, p[2], p[3], 0, p[5], p[6], hasC ? 1 : 0]);
+  const operands = [op.inputs[0], ctx.weight(op), hasC ? cIndex : -1, ctx.upload(new Uint32Array(4)), op.outputs[0]];
+  const constants = { ACT: p[4], A_ROWS_4: vectorAligned(strides[0], strides[1], [0]) ? 1 : 0,
+    B_COLUMNS_4: vectorAligned(strides[3], strides[2], [0]) ? 1 : 0 };
   if (m * n === 0) return [];
-  return [ctx.step("gemm.wgsl", "gemm", words, buffers, tiledGroups(n, m, 1))];
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(n, m, 1), constants)];
 }
 
 function poolSteps(ctx, op) {
@@ -515,8 +588,9 @@ const LOWERINGS = {
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
-function align4(bytes) {
-  return Math.max(4, Math.ceil(bytes / 4) * 4);
+/** Buffer sizes are whole vec4s, so vec4 kernels may touch the padding past a tensor's last element. */
+function bufferSize(bytes) {
+  return Math.max(VECTOR_BYTES, Math.ceil(bytes / VECTOR_BYTES) * VECTOR_BYTES);
 }
 
 /** Owns every GPU buffer of a partition: arena tensors (Copy outputs alias their input), weights, per-op data. */
@@ -538,7 +612,7 @@ class BufferTable {
   }
 
   create(bytes, usage = STORAGE()) {
-    const buffer = this.device.createBuffer({ size: align4(bytes), usage });
+    const buffer = this.device.createBuffer({ size: bufferSize(bytes), usage });
     this.owned.push(buffer);
     return buffer;
   }
@@ -583,17 +657,17 @@ class PipelineCache {
     return this.modules.get(file);
   }
 
-  async pipeline(file, entry) {
-    const key = `${file}:${entry}`;
+  async pipeline(file, entry, constants) {
+    const key = `${file}:${entry}:${JSON.stringify(constants)}`;
     if (!this.pipelines.has(key)) {
-      this.pipelines.set(key, this.module(file).then((module) => this.compile(module, file, entry)));
+      this.pipelines.set(key, this.module(file).then((module) => this.compile(module, file, entry, constants)));
     }
     return this.pipelines.get(key);
   }
 
-  async compile(module, file, entry) {
+  async compile(module, file, entry, constants) {
     try {
-      return await this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: entry } });
+      return await this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: entry, constants } });
     } catch (error) {
       const info = await module.getCompilationInfo();
       const messages = info.messages.map((m) => `${file}:${m.lineNum}:${m.linePos} ${m.message}`).join("; ");
@@ -612,8 +686,13 @@ function loweringContext(plan, buffers) {
       if (!slot || plan.tensors[index].dtype === F32) return index;
       return buffers.upload(dequantize(plan, plan.tensors[index], slot));
     },
-    offsets: (values) => buffers.upload(new Uint32Array(values)),
-    step: (file, entry, words, operands, groups) => ({ file, entry, words, operands, groups }),
+    weightValues(op) {
+      const slot = quantizedSlot(op);
+      const t = plan.tensors[op.inputs[1]];
+      return slot && t.dtype !== F32 ? dequantize(plan, t, slot) : weightFloats(plan, t);
+    },
+    upload: (values) => buffers.upload(values),
+    step: (file, entry, words, operands, groups, constants = {}) => ({ file, entry, words, operands, groups, constants }),
   };
 }
 
@@ -622,7 +701,7 @@ function operandBuffer(buffers, operand) {
 }
 
 async function buildDispatch(device, pipelines, buffers, step) {
-  const pipeline = await pipelines.pipeline(step.file, step.entry);
+  const pipeline = await pipelines.pipeline(step.file, step.entry, step.constants);
   const uniform = buffers.create(UNIFORM_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   device.queue.writeBuffer(uniform, 0, step.words);
   const entries = [{ binding: 0, resource: { buffer: uniform } }];
@@ -645,10 +724,10 @@ function readbackLayout(plan) {
   const layout = plan.outputs.map((index) => {
     const bytes = product(plan.tensors[index].dims) * 4;
     const entry = { index, offset: total, bytes };
-    total += align4(bytes);
+    total += bufferSize(bytes);
     return entry;
   });
-  return { layout, total: align4(total) };
+  return { layout, total: bufferSize(total) };
 }
 
 /**

@@ -1,27 +1,36 @@
-// Binary arithmetic (Add Sub Mul Div Pow Max Min) with numpy broadcasting. Words: kind, count, rank, then the
-// output dims (4..11) and each input's element strides over them (a: 12..19, b: 20..27; 0 on broadcast axes).
+// Binary arithmetic (Add Sub Mul Div Pow Max Min; the kind a pipeline constant) with numpy broadcasting, one
+// output vec4 per step. Words: 1 count, 2 rank, 3 count in vec4s, then the (merged) output dims (4..11) and each
+// input's element strides over them (a: 12..19, b: 20..27; 0 on broadcast axes). With ROWS_OF_4 the last dim is a
+// multiple of 4 and each input steps A_STEP / B_STEP (0 or 1) along it, so a vec4 reads as one load or one splat.
 
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+override KIND: u32 = 0u;
+override ROWS_OF_4: bool = false;
+override A_STEP: u32 = 1u;
+override B_STEP: u32 = 1u;
 
-fn is_nan(x: f32) -> bool { return !(x == x); }
+@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> y: array<vec4<f32>>;
 
-// ONNX Pow: a negative base with an integral exponent keeps the sign of base^exponent.
-fn power(x: f32, e: f32) -> f32 {
-  if (e == 0.0) { return 1.0; }
-  if (e == 1.0) { return x; }
-  if (e == 2.0) { return x * x; }
-  if (e == 0.5) { return sqrt(x); }
+alias V = vec4<f32>;
+
+fn is_nan(v: V) -> vec4<bool> { return v != v; }
+
+// ONNX Pow: a negative base with an integral exponent keeps the sign of base^exponent; others are NaN.
+fn power(x: V, e: V) -> V {
   let magnitude = pow(abs(x), e);
-  if (x >= 0.0) { return magnitude; }
-  if (floor(e) != e) { return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u); }
-  let odd = abs(e - 2.0 * floor(e / 2.0)) == 1.0;
-  return select(magnitude, -magnitude, odd);
+  let odd = abs(e - 2.0 * floor(e / 2.0)) == V(1.0);
+  let negative = select(bitcast<V>(bitcast<vec4<u32>>(x) | vec4<u32>(0x7fc00000u)), select(magnitude, -magnitude, odd),
+                        floor(e) == e);
+  var v = select(negative, magnitude, x >= V(0.0));
+  v = select(v, sqrt(x), e == V(0.5));
+  v = select(v, x * x, e == V(2.0));
+  v = select(v, x, e == V(1.0));
+  return select(v, V(1.0), e == V(0.0));
 }
 
-fn binary_op(kind: u32, x: f32, z: f32) -> f32 {
-  switch kind {
+fn binary_op(x: V, z: V) -> V {
+  switch KIND {
     case 0u: { return x + z; }
     case 1u: { return x - z; }
     case 2u: { return x * z; }
@@ -32,20 +41,47 @@ fn binary_op(kind: u32, x: f32, z: f32) -> f32 {
   }
 }
 
-@compute @workgroup_size(64)
-fn binary(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-          @builtin(local_invocation_index) local: u32) {
-  let i = flat_index(group, groups, local);
-  if (i >= word(1u)) { return; }
-  var rest = i;
-  var at_a = 0u;
-  var at_b = 0u;
+// The element offsets into a and b of output element e.
+fn offsets(e: u32) -> vec2<u32> {
+  var rest = e;
+  var at = vec2<u32>(0u);
   for (var d = i32(word(2u)) - 1; d >= 0; d--) {
     let dim = word(4u + u32(d));
     let coord = rest % dim;
     rest = rest / dim;
-    at_a += coord * word(12u + u32(d));
-    at_b += coord * word(20u + u32(d));
+    at += coord * vec2<u32>(word(12u + u32(d)), word(20u + u32(d)));
   }
-  y[i] = binary_op(word(0u), a[at_a], b[at_b]);
+  return at;
+}
+
+fn a_at(at: u32) -> f32 { return a[at >> 2u][at & 3u]; }
+fn b_at(at: u32) -> f32 { return b[at >> 2u][at & 3u]; }
+
+fn row_of_4(i: u32) -> V {
+  let at = offsets(4u * i);
+  let x = select(V(a_at(at.x)), a[at.x >> 2u], A_STEP == 1u);
+  let z = select(V(b_at(at.y)), b[at.y >> 2u], B_STEP == 1u);
+  return binary_op(x, z);
+}
+
+fn gathered(i: u32) -> V {
+  var x = V(0.0);
+  var z = V(0.0);
+  let last = word(1u) - 1u;
+  for (var t = 0u; t < 4u; t++) {
+    let at = offsets(min(4u * i + t, last));
+    x[t] = a_at(at.x);
+    z[t] = b_at(at.y);
+  }
+  return binary_op(x, z);
+}
+
+@compute @workgroup_size(64)
+fn binary(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+          @builtin(local_invocation_index) local: u32) {
+  let count = word(3u);
+  let stride = groups.x * GROUP_SIZE;
+  for (var i = group.x * GROUP_SIZE + local; i < count; i += stride) {
+    if (ROWS_OF_4) { y[i] = row_of_4(i); } else { y[i] = gathered(i); }
+  }
 }

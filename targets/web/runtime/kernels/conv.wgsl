@@ -1,60 +1,72 @@
-// Conv (implicit GEMM with 4x4 register tiles; a direct depthwise kernel) and ConvTranspose (gather form), NCHW
-// with 1-D as H = 1. Words: 0 n, 1 c, 2 h, 3 w, 4 m, 5 oh, 6 ow, 7 group, 8 cg, 9 mg, 10 kh, 11 kw, 12 sh, 13 sw,
-// 14 pad top, 15 pad left, 16 dh, 17 dw, 18 activation, 19 act a, 20 act b, 21 has bias, 22 output count.
+// Conv (implicit GEMM with 4x4 register tiles; depthwise 4 outputs of a row at a time) and ConvTranspose (gather
+// form), NCHW with 1-D as H = 1. Words: 0 n, 1 c, 2 h, 3 w, 4 m, 5 oh, 6 ow, 7 group, 8 cg, 9 mg, 10 kh, 11 kw,
+// 12 sh, 13 sw, 14 pad top, 15 pad left, 16 dh, 17 dw, 19 act a, 20 act b, 21 has bias, 22 output count (ConvTranspose)
+// or row quads (depthwise), 23 vec4s per packed weight row. The fused activation is the pipeline constant ACT.
+// conv_tiled reads weights packed as [group][cg kh kw][mg rounded up to 4] (vec4 = 4 output channels); the others
+// read them as the model has them.
+
+override ACT: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 fn bias_of(m: u32) -> f32 { return select(0.0, bias[m], word(21u) != 0u); }
 
-fn finish(m: u32, v: f32) -> f32 { return activate(word(18u), v + bias_of(m), fword(19u), fword(20u)); }
+fn finish(m: u32, v: f32) -> f32 { return activate(ACT, v + bias_of(m), fword(19u), fword(20u)); }
 
-// The input value at (row, column) of one plane, 0 outside it.
-fn tap(plane: u32, row: vec4<i32>, column: vec4<i32>) -> vec4<f32> {
-  let inside = (row >= vec4<i32>(0)) & (row < vec4<i32>(iword(2u))) & (column >= vec4<i32>(0)) &
-    (column < vec4<i32>(iword(3u)));
-  let at = vec4<u32>(select(vec4<i32>(0), row * iword(3u) + column, inside)) + vec4<u32>(plane);
-  let v = vec4<f32>(x[at.x], x[at.y], x[at.z], x[at.w]);
-  return select(vec4<f32>(0.0), v, inside);
+fn weight_at(at: u32) -> f32 { return w[at >> 2u][at & 3u]; }
+
+// The input values at 4 (row, column) places of one plane (height x width), 0 outside it.
+fn tap(plane: u32, row: vec4<i32>, column: vec4<i32>, height: i32, width: i32) -> vec4<f32> {
+  let inside = (row >= vec4<i32>(0)) & (row < vec4<i32>(height)) & (column >= vec4<i32>(0)) &
+    (column < vec4<i32>(width));
+  let at = vec4<u32>(select(vec4<i32>(0), row * width + column, inside)) + vec4<u32>(plane);
+  return select(vec4<f32>(0.0), vec4<f32>(x[at.x], x[at.y], x[at.z], x[at.w]), inside);
 }
 
 // One invocation: 4 output channels (y) x 4 output positions (x) of one image and group (z).
 @compute @workgroup_size(16, 4)
 fn conv_tiled(@builtin(global_invocation_id) id: vec3<u32>) {
-  let positions = word(5u) * word(6u);
+  let ow = word(6u);
+  let positions = word(5u) * ow;
   let mg = word(9u);
   let j0 = id.x * 4u;
   let m0 = id.y * 4u;
   if (j0 >= positions || m0 >= mg) { return; }
-  let image = id.z / word(7u);
-  let g = id.z % word(7u);
+  let groups = word(7u);
+  let image = id.z / groups;
+  let g = id.z % groups;
   let cg = word(8u);
   let kh = word(10u);
   let kw = word(11u);
-  let ks = cg * kh * kw;
+  let height = iword(2u);
+  let width = iword(3u);
+  let dh = iword(16u);
+  let dw = iword(17u);
+  let row_vectors = word(23u);
   let j = min(vec4<u32>(j0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(positions - 1u));
-  let row0 = vec4<i32>(j / word(6u)) * iword(12u) - iword(14u);
-  let col0 = vec4<i32>(j % word(6u)) * iword(13u) - iword(15u);
-  let rows = vec4<u32>(min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(mg - 1u)) + g * mg) * ks;
+  let row0 = vec4<i32>(j / ow) * iword(12u) - iword(14u);
+  let col0 = vec4<i32>(j % ow) * iword(13u) - iword(15u);
   var acc0 = vec4<f32>(0.0);
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  let plane_size = word(2u) * word(3u);
-  var k = 0u;
+  let plane_size = u32(height * width);
+  var weight = g * cg * kh * kw * row_vectors + m0 / 4u;
   for (var c = 0u; c < cg; c++) {
     let plane = (image * word(1u) + g * cg + c) * plane_size;
     for (var ky = 0u; ky < kh; ky++) {
-      let row = row0 + vec4<i32>(i32(ky) * iword(16u));
+      let row = row0 + vec4<i32>(i32(ky) * dh);
       for (var kx = 0u; kx < kw; kx++) {
-        let v = tap(plane, row, col0 + vec4<i32>(i32(kx) * iword(17u)));
-        acc0 += w[rows.x + k] * v;
-        acc1 += w[rows.y + k] * v;
-        acc2 += w[rows.z + k] * v;
-        acc3 += w[rows.w + k] * v;
-        k++;
+        let v = tap(plane, row, col0 + vec4<i32>(i32(kx) * dw), height, width);
+        let wv = w[weight];
+        weight += row_vectors;
+        acc0 += wv.x * v;
+        acc1 += wv.y * v;
+        acc2 += wv.z * v;
+        acc3 += wv.w * v;
       }
     }
   }
@@ -69,34 +81,40 @@ fn conv_tiled(@builtin(global_invocation_id) id: vec3<u32>) {
   }
 }
 
-// One invocation per output element of a depthwise conv (one input channel per output channel).
+// Depthwise (one input channel per output channel): one invocation per 4 neighbouring outputs of a row.
 @compute @workgroup_size(64)
 fn conv_depthwise(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                   @builtin(local_invocation_index) local: u32) {
-  let i = flat_index(group, groups, local);
-  if (i >= word(22u)) { return; }
+  let quad = flat_index(group, groups, local);
+  if (quad >= word(22u)) { return; }
   let ow = word(6u);
-  let positions = word(5u) * ow;
-  let plane_index = i / positions;
+  let quads = (ow + 3u) / 4u;
+  let plane_index = quad / (word(5u) * quads);
   let m = plane_index % word(4u);
-  let oy = (i % positions) / ow;
-  let ox = i % ow;
-  let h = iword(2u);
+  let oy = (quad / quads) % word(5u);
+  let ox0 = (quad % quads) * 4u;
+  let height = iword(2u);
   let width = iword(3u);
-  let plane = plane_index * u32(h * width);
+  let plane = plane_index * u32(height * width);
   let kh = word(10u);
   let kw = word(11u);
-  var acc = 0.0;
+  let row0 = i32(oy) * iword(12u) - iword(14u);
+  let col0 = vec4<i32>(vec4<u32>(ox0) + vec4<u32>(0u, 1u, 2u, 3u)) * iword(13u) - iword(15u);
+  let dh = iword(16u);
+  let dw = iword(17u);
+  var acc = vec4<f32>(0.0);
+  var weight = m * kh * kw;
   for (var ky = 0u; ky < kh; ky++) {
-    let iy = i32(oy) * iword(12u) - iword(14u) + i32(ky) * iword(16u);
-    if (iy < 0 || iy >= h) { continue; }
+    let row = vec4<i32>(row0 + i32(ky) * dh);
     for (var kx = 0u; kx < kw; kx++) {
-      let ix = i32(ox) * iword(13u) - iword(15u) + i32(kx) * iword(17u);
-      if (ix < 0 || ix >= width) { continue; }
-      acc += w[(m * kh + ky) * kw + kx] * x[plane + u32(iy * width + ix)];
+      acc += weight_at(weight) * tap(plane, row, col0 + vec4<i32>(i32(kx) * dw), height, width);
+      weight++;
     }
   }
-  y[i] = finish(m, acc);
+  let out_base = (plane_index * word(5u) + oy) * ow;
+  for (var t = 0u; t < 4u; t++) {
+    if (ox0 + t < ow) { y[out_base + ox0 + t] = finish(m, acc[t]); }
+  }
 }
 
 // ConvTranspose, one invocation per output element: the sum over the input taps that scatter onto it.
@@ -132,7 +150,7 @@ fn conv_transpose(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgrou
       for (var c = 0u; c < cg; c++) {
         let channel = g * cg + c;
         let input = x[(image * word(1u) + channel) * u32(h * width) + at];
-        acc += input * w[((channel * mg + m % mg) * kh + ky) * kw + kx];
+        acc += input * weight_at(((channel * mg + m % mg) * kh + ky) * kw + kx);
       }
     }
   }

@@ -1,14 +1,32 @@
 // Batched matrix product with 4x4 register tiles, for MatMul, Gemm and pointwise Conv:
 // y[b][m][n] = act(alpha * sum_k A[m, k] B[k, n] + beta * C[m, n]), every operand read through element strides
-// so transposes and broadcasts cost nothing. Words: 0 M, 1 N, 2 K, 3 batches, 4 A row stride, 5 A k stride,
-// 6 B k stride, 7 B column stride, 8 C row stride, 9 C column stride, 10 alpha, 11 beta, 12 activation, 13 act a,
-// 14 act b, 15 has C. offsets[b] holds batch b's element offsets into A, B, C and y.
+// so transposes and broadcasts cost nothing. Words: 0 M, 1 N, 2 K, 3 batches, 4 A m stride, 5 A k stride,
+// 6 B k stride, 7 B n stride, 8 C m stride, 9 C n stride, 10 alpha, 11 beta, 13 act a, 14 act b, 15 has C.
+// offsets[b] holds batch b's element offsets into A, B, C and y. Pipeline constants: the fused activation, and
+// whether A's 4 rows (A_ROWS_4) or B's 4 columns (B_COLUMNS_4) are one aligned vec4 load.
 
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
+override ACT: u32 = 0u;
+override A_ROWS_4: bool = false;
+override B_COLUMNS_4: bool = false;
+
+@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> c: array<f32>;
 @group(0) @binding(4) var<storage, read> offsets: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+fn a_at(at: u32) -> f32 { return a[at >> 2u][at & 3u]; }
+fn b_at(at: u32) -> f32 { return b[at >> 2u][at & 3u]; }
+
+fn a_rows(at: vec4<u32>) -> vec4<f32> {
+  if (A_ROWS_4) { return a[at.x >> 2u]; }
+  return vec4<f32>(a_at(at.x), a_at(at.y), a_at(at.z), a_at(at.w));
+}
+
+fn b_columns(at: vec4<u32>) -> vec4<f32> {
+  if (B_COLUMNS_4) { return b[at.x >> 2u]; }
+  return vec4<f32>(b_at(at.x), b_at(at.y), b_at(at.z), b_at(at.w));
+}
 
 @compute @workgroup_size(16, 4)
 fn gemm(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -19,10 +37,9 @@ fn gemm(@builtin(global_invocation_id) id: vec3<u32>) {
   let m0 = id.y * 4u;
   if (n0 >= columns || m0 >= rows || id.z >= word(3u)) { return; }
   let base = offsets[id.z];
-  let m = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(rows - 1u));
-  let n = min(vec4<u32>(n0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(columns - 1u));
-  let a_rows = vec4<u32>(base.x) + m * word(4u);
-  let b_columns = vec4<u32>(base.y) + n * word(7u);
+  let lanes = vec4<u32>(0u, 1u, 2u, 3u);
+  let a_start = vec4<u32>(base.x) + min(vec4<u32>(m0) + lanes, vec4<u32>(rows - 1u)) * word(4u);
+  let b_start = vec4<u32>(base.y) + min(vec4<u32>(n0) + lanes, vec4<u32>(columns - 1u)) * word(7u);
   let a_step = word(5u);
   let b_step = word(6u);
   var acc0 = vec4<f32>(0.0);
@@ -30,13 +47,12 @@ fn gemm(@builtin(global_invocation_id) id: vec3<u32>) {
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
   for (var k = 0u; k < depth; k++) {
-    let bk = b_columns + vec4<u32>(k * b_step);
-    let bv = vec4<f32>(b[bk.x], b[bk.y], b[bk.z], b[bk.w]);
-    let ak = a_rows + vec4<u32>(k * a_step);
-    acc0 += a[ak.x] * bv;
-    acc1 += a[ak.y] * bv;
-    acc2 += a[ak.z] * bv;
-    acc3 += a[ak.w] * bv;
+    let bv = b_columns(b_start + vec4<u32>(k * b_step));
+    let av = a_rows(a_start + vec4<u32>(k * a_step));
+    acc0 += av.x * bv;
+    acc1 += av.y * bv;
+    acc2 += av.z * bv;
+    acc3 += av.w * bv;
   }
   let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
   let alpha = fword(10u);
@@ -50,7 +66,7 @@ fn gemm(@builtin(global_invocation_id) id: vec3<u32>) {
       if (column >= columns) { break; }
       var v = alpha * accs[r][t];
       if (has_c) { v += beta * c[base.z + row * word(8u) + column * word(9u)]; }
-      y[base.w + row * columns + column] = activate(word(12u), v, fword(13u), fword(14u));
+      y[base.w + row * columns + column] = activate(ACT, v, fword(13u), fword(14u));
     }
   }
 }

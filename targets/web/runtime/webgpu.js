@@ -44,6 +44,8 @@ const UNIFORM_BYTES = PARAM_WORDS * 4;
 const GROUP_SIZE = 64;
 const MAX_GROUPS = 65535;
 const TILE = 4;
+const GEMM_TILE_COLUMNS = 8;
+const CONV_TILE_ROWS = 8;
 const STRIDE_ITEMS = 16;
 const VECTOR_BYTES = 16;
 const TILED_GROUP = [16, 4];
@@ -220,8 +222,8 @@ function strideGroups(count) {
   return [Math.max(1, Math.min(Math.ceil(count / GROUP_SIZE / STRIDE_ITEMS), MAX_GROUPS)), 1, 1];
 }
 
-function tiledGroups(columns, rows, batches) {
-  return [Math.ceil(columns / TILE / TILED_GROUP[0]), Math.ceil(rows / TILE / TILED_GROUP[1]), batches];
+function tiledGroups(columns, rows, batches, tileColumns = TILE, tileRows = TILE) {
+  return [Math.ceil(columns / tileColumns / TILED_GROUP[0]), Math.ceil(rows / tileRows / TILED_GROUP[1]), batches];
 }
 
 function paramWords(values) {
@@ -304,7 +306,7 @@ function convShape(ctx, op) {
   const m = y[1];
   const shape = { n: x[0], c: x[1], h, w, oh, ow, m, group, cg: x[1] / group, mg: m / group, kh: p[2], kw: p[3] };
   shape.depth = shape.cg * shape.kh * shape.kw;
-  shape.paddedMg = Math.ceil(shape.mg / 4) * 4;
+  shape.paddedMg = Math.ceil(shape.mg / CONV_TILE_ROWS) * CONV_TILE_ROWS;
   shape.hasBias = op.inputs.length > 2 && op.inputs[2] >= 0;
   return shape;
 }
@@ -319,7 +321,7 @@ function isPointwise(s, p) {
   return p[2] === 1 && p[3] === 1 && p[4] === 1 && p[5] === 1 && s.oh === s.h && s.ow === s.w;
 }
 
-/** Conv weights [group][mg][depth] packed as [group][depth][mg rounded up to 4], so 4 output channels are a vec4. */
+/** Conv weights [group][mg][depth] packed as [group][depth][mg rounded up to 8], so 4 output channels are a vec4. */
 function packConvWeights(ctx, op, s) {
   const values = ctx.weightValues(op);
   const packed = new Float32Array(s.group * s.depth * s.paddedMg);
@@ -351,7 +353,7 @@ function pointwiseSteps(ctx, op, s) {
   const constants = { ACT: p[12], A_ROWS_4: 1, B_COLUMNS_4: vectorAligned(1, plane, offsets.filter((_, i) => i % 4 === 1)) ? 1 : 0 };
   const operands = [packConvWeights(ctx, op, s), op.inputs[0], s.hasBias ? op.inputs[2] : -1, ctx.upload(new Uint32Array(offsets)),
     op.outputs[0]];
-  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(plane, s.mg, s.n * s.group), constants)];
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(plane, s.mg, s.n * s.group, GEMM_TILE_COLUMNS), constants)];
 }
 
 function convSteps(ctx, op) {
@@ -365,7 +367,7 @@ function convSteps(ctx, op) {
     return [ctx.step("conv.wgsl", "conv_depthwise", convWords(op, s, quads), operands, linearGroups(quads), constants)];
   }
   const operands = [op.inputs[0], packConvWeights(ctx, op, s), bias, op.outputs[0]];
-  const groups = tiledGroups(s.oh * s.ow, s.mg, s.n * s.group);
+  const groups = tiledGroups(s.oh * s.ow, s.mg, s.n * s.group, TILE, CONV_TILE_ROWS);
   return [ctx.step("conv.wgsl", "conv_tiled", convWords(op, s, 0), operands, groups, constants)];
 }
 
@@ -424,7 +426,7 @@ function matmulSteps(ctx, op) {
   const words = paramWords([m, n, k, batches, k, 1, n, 1, 0, 0, floatBits(1), 0, 0, 0, 0, 0]);
   const operands = [op.inputs[0], ctx.weight(op), -1, ctx.upload(new Uint32Array(offsets)), op.outputs[0]];
   const constants = { B_COLUMNS_4: vectorAligned(1, n, offsets.filter((_, i) => i % 4 === 1)) ? 1 : 0 };
-  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(n, m, batches), constants)];
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(n, m, batches, GEMM_TILE_COLUMNS), constants)];
 }
 
 /** C's element strides over the [M, N] output, broadcasting right-aligned. */
@@ -453,7 +455,7 @@ function gemmSteps(ctx, op) {
   const constants = { ACT: p[4], A_ROWS_4: vectorAligned(strides[0], strides[1], [0]) ? 1 : 0,
     B_COLUMNS_4: vectorAligned(strides[3], strides[2], [0]) ? 1 : 0 };
   if (m * n === 0) return [];
-  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(n, m, 1), constants)];
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(n, m, 1, GEMM_TILE_COLUMNS), constants)];
 }
 
 function poolSteps(ctx, op) {

@@ -1,8 +1,8 @@
-// Conv (implicit GEMM with 4x4 register tiles; depthwise 4 outputs of a row at a time) and ConvTranspose (gather
+// Conv (implicit GEMM with 8x4 register tiles; depthwise 4 outputs of a row at a time) and ConvTranspose (gather
 // form), NCHW with 1-D as H = 1. Words: 0 n, 1 c, 2 h, 3 w, 4 m, 5 oh, 6 ow, 7 group, 8 cg, 9 mg, 10 kh, 11 kw,
 // 12 sh, 13 sw, 14 pad top, 15 pad left, 16 dh, 17 dw, 19 act a, 20 act b, 21 has bias, 22 output count (ConvTranspose)
 // or row quads (depthwise), 23 vec4s per packed weight row. The fused activation is the pipeline constant ACT.
-// conv_tiled reads weights packed as [group][cg kh kw][mg rounded up to 4] (vec4 = 4 output channels); the others
+// conv_tiled reads weights packed as [group][cg kh kw][mg rounded up to 8] (vec4 = 4 output channels); the others
 // read them as the model has them.
 
 override ACT: u32 = 0u;
@@ -26,14 +26,14 @@ fn tap(plane: u32, row: vec4<i32>, column: vec4<i32>, height: i32, width: i32) -
   return select(vec4<f32>(0.0), vec4<f32>(x[at.x], x[at.y], x[at.z], x[at.w]), inside);
 }
 
-// One invocation: 4 output channels (y) x 4 output positions (x) of one image and group (z).
+// One invocation: 8 output channels (y) x 4 output positions (x) of one image and group (z).
 @compute @workgroup_size(16, 4)
 fn conv_tiled(@builtin(global_invocation_id) id: vec3<u32>) {
   let ow = word(6u);
   let positions = word(5u) * ow;
   let mg = word(9u);
   let j0 = id.x * 4u;
-  let m0 = id.y * 4u;
+  let m0 = id.y * 8u;
   if (j0 >= positions || m0 >= mg) { return; }
   let groups = word(7u);
   let image = id.z / groups;
@@ -53,6 +53,10 @@ fn conv_tiled(@builtin(global_invocation_id) id: vec3<u32>) {
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
+  var acc4 = vec4<f32>(0.0);
+  var acc5 = vec4<f32>(0.0);
+  var acc6 = vec4<f32>(0.0);
+  var acc7 = vec4<f32>(0.0);
   let plane_size = u32(height * width);
   var weight = g * cg * kh * kw * row_vectors + m0 / 4u;
   for (var c = 0u; c < cg; c++) {
@@ -61,18 +65,23 @@ fn conv_tiled(@builtin(global_invocation_id) id: vec3<u32>) {
       let row = row0 + vec4<i32>(i32(ky) * dh);
       for (var kx = 0u; kx < kw; kx++) {
         let v = tap(plane, row, col0 + vec4<i32>(i32(kx) * dw), height, width);
-        let wv = w[weight];
+        let low = w[weight];
+        let high = w[weight + 1u];
         weight += row_vectors;
-        acc0 += wv.x * v;
-        acc1 += wv.y * v;
-        acc2 += wv.z * v;
-        acc3 += wv.w * v;
+        acc0 += low.x * v;
+        acc1 += low.y * v;
+        acc2 += low.z * v;
+        acc3 += low.w * v;
+        acc4 += high.x * v;
+        acc5 += high.y * v;
+        acc6 += high.z * v;
+        acc7 += high.w * v;
       }
     }
   }
   let out_base = (image * word(4u) + g * mg) * positions;
-  let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
-  for (var r = 0u; r < 4u; r++) {
+  let accs = array<vec4<f32>, 8>(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
+  for (var r = 0u; r < 8u; r++) {
     let m = m0 + r;
     if (m >= mg) { break; }
     for (var t = 0u; t < 4u; t++) {

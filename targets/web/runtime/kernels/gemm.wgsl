@@ -1,4 +1,4 @@
-// Batched matrix product with 4x4 register tiles, for MatMul, Gemm and pointwise Conv:
+// Batched matrix product with 4x8 register tiles (4 rows, 8 columns per invocation), for MatMul, Gemm and pointwise Conv:
 // y[b][m][n] = act(alpha * sum_k A[m, k] B[k, n] + beta * C[m, n]), every operand read through element strides
 // so transposes and broadcasts cost nothing. Words: 0 M, 1 N, 2 K, 3 batches, 4 A m stride, 5 A k stride,
 // 6 B k stride, 7 B n stride, 8 C m stride, 9 C n stride, 10 alpha, 11 beta, 13 act a, 14 act b, 15 has C.
@@ -33,38 +33,49 @@ fn gemm(@builtin(global_invocation_id) id: vec3<u32>) {
   let rows = word(0u);
   let columns = word(1u);
   let depth = word(2u);
-  let n0 = id.x * 4u;
+  let n0 = id.x * 8u;
   let m0 = id.y * 4u;
   if (n0 >= columns || m0 >= rows || id.z >= word(3u)) { return; }
   let base = offsets[id.z];
   let lanes = vec4<u32>(0u, 1u, 2u, 3u);
   let a_start = vec4<u32>(base.x) + min(vec4<u32>(m0) + lanes, vec4<u32>(rows - 1u)) * word(4u);
-  let b_start = vec4<u32>(base.y) + min(vec4<u32>(n0) + lanes, vec4<u32>(columns - 1u)) * word(7u);
+  let last_column = vec4<u32>(columns - 1u);
+  let b_left = vec4<u32>(base.y) + min(vec4<u32>(n0) + lanes, last_column) * word(7u);
+  let b_right = vec4<u32>(base.y) + min(vec4<u32>(n0 + 4u) + lanes, last_column) * word(7u);
   let a_step = word(5u);
   let b_step = word(6u);
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
-  var acc2 = vec4<f32>(0.0);
-  var acc3 = vec4<f32>(0.0);
+  var left0 = vec4<f32>(0.0);
+  var left1 = vec4<f32>(0.0);
+  var left2 = vec4<f32>(0.0);
+  var left3 = vec4<f32>(0.0);
+  var right0 = vec4<f32>(0.0);
+  var right1 = vec4<f32>(0.0);
+  var right2 = vec4<f32>(0.0);
+  var right3 = vec4<f32>(0.0);
   for (var k = 0u; k < depth; k++) {
-    let bv = b_columns(b_start + vec4<u32>(k * b_step));
     let av = a_rows(a_start + vec4<u32>(k * a_step));
-    acc0 += av.x * bv;
-    acc1 += av.y * bv;
-    acc2 += av.z * bv;
-    acc3 += av.w * bv;
+    let left = b_columns(b_left + vec4<u32>(k * b_step));
+    let right = b_columns(b_right + vec4<u32>(k * b_step));
+    left0 += av.x * left;
+    left1 += av.y * left;
+    left2 += av.z * left;
+    left3 += av.w * left;
+    right0 += av.x * right;
+    right1 += av.y * right;
+    right2 += av.z * right;
+    right3 += av.w * right;
   }
-  let accs = array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
+  let accs = array<vec4<f32>, 8>(left0, left1, left2, left3, right0, right1, right2, right3);
   let alpha = fword(10u);
   let beta = fword(11u);
   let has_c = word(15u) != 0u;
   for (var r = 0u; r < 4u; r++) {
     let row = m0 + r;
     if (row >= rows) { break; }
-    for (var t = 0u; t < 4u; t++) {
+    for (var t = 0u; t < 8u; t++) {
       let column = n0 + t;
       if (column >= columns) { break; }
-      var v = alpha * accs[r][t];
+      var v = alpha * accs[r + 4u * (t / 4u)][t % 4u];
       if (has_c) { v += beta * c[base.z + row * word(8u) + column * word(9u)]; }
       y[base.w + row * columns + column] = activate(ACT, v, fword(13u), fword(14u));
     }

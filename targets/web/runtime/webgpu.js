@@ -492,15 +492,20 @@ function reduceSteps(ctx, op) {
   return [ctx.step("reduce.wgsl", "reduce", words, [op.inputs[0], op.outputs[0]], linearGroups(count))];
 }
 
-/** One strided copy of `dims` elements from source to destination. */
+/** One strided copy of `dims` elements from source to destination, axes merged where both sides allow. */
 function copyStep(ctx, from, to, dims, source, destination) {
   const count = product(dims);
   if (count === 0) return [];
-  const words = paramWords([count, dims.length, source.base, destination.base]);
-  putWords(words, 4, dims);
-  putWords(words, 12, source.strides);
-  putWords(words, 20, destination.strides);
-  return [ctx.step("layout.wgsl", "strided_copy", words, [from, to], linearGroups(count))];
+  const merged = mergeBroadcast(dims, [source.strides, destination.strides]);
+  const last = merged.dims.length - 1;
+  const rowsOf4 = last >= 0 && merged.dims[last] % 4 === 0 && merged.strides.every((s) => s[last] === 1) &&
+    source.base % 4 === 0 && destination.base % 4 === 0;
+  const words = paramWords([count, merged.dims.length, source.base, destination.base]);
+  putWords(words, 4, merged.dims);
+  putWords(words, 12, merged.strides[0]);
+  putWords(words, 20, merged.strides[1]);
+  return [ctx.step("layout.wgsl", "strided_copy", words, [from, to], strideGroups(rowsOf4 ? count / 4 : count),
+    { ROWS_OF_4: rowsOf4 ? 1 : 0 })];
 }
 
 function transposeSteps(ctx, op) {
@@ -541,12 +546,13 @@ function resizeSteps(ctx, op) {
   const y = ctx.dims(op.outputs[0]);
   const count = product(y);
   const scales = x.map((_, d) => op.floats[3 + d]);
-  const words = paramWords([op.params[0], op.params[1], op.params[2], x.length, count]);
+  const words = paramWords([0, 0, 0, x.length, count]);
   putWords(words, 8, x);
   putWords(words, 16, y);
   putWords(words, 24, scales.map(floatBits));
   putWords(words, 32, x.map((d, i) => (d !== y[i] || scales[i] !== 1 ? 1 : 0)));
-  return [ctx.step("resize.wgsl", "resize", words, [op.inputs[0], op.outputs[0]], linearGroups(count))];
+  const constants = { MODE: op.params[0], TRANSFORM: op.params[1], NEAREST: op.params[2] };
+  return [ctx.step("resize.wgsl", "resize", words, [op.inputs[0], op.outputs[0]], strideGroups(count), constants)];
 }
 
 function channelAffineSteps(ctx, op) {

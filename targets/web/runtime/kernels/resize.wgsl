@@ -1,14 +1,19 @@
-// Resize, nearest and (up to 3-axis) linear, one invocation per output. Words: 0 mode (0 nearest, 1 linear),
-// 1 coordinate transform (0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel,
-// 4 tf_half_pixel_for_nearest), 2 nearest mode (0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil),
-// 3 rank, 4 count; input dims 8..15, output dims 16..23, scales 24..31, 32..39 1 where linear interpolates.
+// Resize, nearest and (up to 3-axis) linear, one invocation per output; mode, coordinate transform and nearest mode
+// are pipeline constants. MODE: 0 nearest, 1 linear. TRANSFORM: 0 half_pixel, 1 asymmetric, 2 align_corners,
+// 3 pytorch_half_pixel, 4 tf_half_pixel_for_nearest. NEAREST: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor,
+// 3 ceil. Words: 3 rank, 4 count; input dims 8..15, output dims 16..23, scales 24..31, 32..39 1 where linear
+// interpolates.
+
+override MODE: u32 = 0u;
+override TRANSFORM: u32 = 0u;
+override NEAREST: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 
 fn source_coordinate(o: u32, in_length: u32, out_length: u32, scale: f32) -> f32 {
   let position = f32(o);
-  switch word(1u) {
+  switch TRANSFORM {
     case 1u: { return position / scale; }
     case 2u: { return select(position * f32(in_length - 1u) / f32(out_length - 1u), 0.0, out_length == 1u); }
     case 3u: { return select(0.0, (position + 0.5) / scale - 0.5, out_length > 1u); }
@@ -21,7 +26,7 @@ fn nearest_index(s: f32, length: u32) -> u32 {
   let f = floor(s);
   let frac = s - f;
   var i: f32;
-  switch word(2u) {
+  switch NEAREST {
     case 1u: { i = select(f, f + 1.0, frac >= 0.5); }
     case 2u: { i = f; }
     case 3u: { i = select(f, f + 1.0, frac > 0.0); }
@@ -30,29 +35,37 @@ fn nearest_index(s: f32, length: u32) -> u32 {
   return u32(clamp(i, 0.0, f32(length - 1u)));
 }
 
-@compute @workgroup_size(64)
-fn resize(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-          @builtin(local_invocation_index) local: u32) {
-  let o = flat_index(group, groups, local);
-  if (o >= word(4u)) { return; }
-  let linear = word(0u) == 1u;
+fn nearest(o: u32) -> f32 {
+  var rest = o;
+  var stride = 1u;
+  var at = 0u;
+  for (var d = i32(word(3u)) - 1; d >= 0; d--) {
+    let in_length = word(8u + u32(d));
+    let out_length = word(16u + u32(d));
+    let s = source_coordinate(rest % out_length, in_length, out_length, fword(24u + u32(d)));
+    rest = rest / out_length;
+    at += nearest_index(s, in_length) * stride;
+    stride *= in_length;
+  }
+  return x[at];
+}
+
+fn linear(o: u32) -> f32 {
   var rest = o;
   var stride = 1u;
   var base = 0u;
   var axes = 0u;
-  var steps = array<u32, 3>(0u, 0u, 0u);
-  var weights = array<f32, 3>(0.0, 0.0, 0.0);
+  var steps = vec3<u32>(0u);
+  var weights = vec3<f32>(0.0);
   for (var d = i32(word(3u)) - 1; d >= 0; d--) {
     let in_length = word(8u + u32(d));
     let out_length = word(16u + u32(d));
     let coord = rest % out_length;
     rest = rest / out_length;
-    let s = source_coordinate(coord, in_length, out_length, fword(24u + u32(d)));
-    if (!linear) {
-      base += nearest_index(s, in_length) * stride;
-    } else if (word(32u + u32(d)) == 0u) {
+    if (word(32u + u32(d)) == 0u) {
       base += coord * stride;
     } else {
+      let s = source_coordinate(coord, in_length, out_length, fword(24u + u32(d)));
       let clamped = clamp(s, 0.0, f32(in_length - 1u));
       let i0 = u32(floor(clamped));
       base += i0 * stride;
@@ -73,5 +86,15 @@ fn resize(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) grou
     }
     acc += weight * x[at];
   }
-  y[o] = acc;
+  return acc;
+}
+
+@compute @workgroup_size(64)
+fn resize(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+          @builtin(local_invocation_index) local: u32) {
+  let count = word(4u);
+  let stride = groups.x * GROUP_SIZE;
+  for (var o = group.x * GROUP_SIZE + local; o < count; o += stride) {
+    if (MODE == 0u) { y[o] = nearest(o); } else { y[o] = linear(o); }
+  }
 }

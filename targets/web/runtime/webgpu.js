@@ -541,16 +541,30 @@ function stackSteps(ctx, op, partsAreInputs) {
   return steps;
 }
 
+/** Resize axes as {from, to, scale, resized}, adjacent axes that keep their size and scale 1 merged into one. */
+function mergeUnchangedAxes(x, y, scales) {
+  const axes = [];
+  x.forEach((from, d) => {
+    const resized = from !== y[d] || scales[d] !== 1;
+    const previous = axes[axes.length - 1];
+    if (!resized && previous && !previous.resized) {
+      previous.from *= from;
+      previous.to *= from;
+      return;
+    }
+    axes.push({ from, to: y[d], scale: scales[d], resized });
+  });
+  return axes;
+}
+
 function resizeSteps(ctx, op) {
-  const x = ctx.dims(op.inputs[0]);
-  const y = ctx.dims(op.outputs[0]);
-  const count = product(y);
-  const scales = x.map((_, d) => op.floats[3 + d]);
-  const words = paramWords([0, 0, 0, x.length, count]);
-  putWords(words, 8, x);
-  putWords(words, 16, y);
-  putWords(words, 24, scales.map(floatBits));
-  putWords(words, 32, x.map((d, i) => (d !== y[i] || scales[i] !== 1 ? 1 : 0)));
+  const axes = mergeUnchangedAxes(ctx.dims(op.inputs[0]), ctx.dims(op.outputs[0]), op.floats.slice(3));
+  const count = product(ctx.dims(op.outputs[0]));
+  const words = paramWords([0, 0, 0, axes.length, count]);
+  putWords(words, 8, axes.map((a) => a.from));
+  putWords(words, 16, axes.map((a) => a.to));
+  putWords(words, 24, axes.map((a) => floatBits(a.scale)));
+  putWords(words, 32, axes.map((a) => (a.resized ? 1 : 0)));
   const constants = { MODE: op.params[0], TRANSFORM: op.params[1], NEAREST: op.params[2] };
   return [ctx.step("resize.wgsl", "resize", words, [op.inputs[0], op.outputs[0]], strideGroups(count), constants)];
 }

@@ -60,11 +60,16 @@ fn conv_tiled(@builtin(global_invocation_id) id: vec3<u32>) {
   let plane_size = u32(height * width);
   var weight = g * cg * kh * kw * row_vectors + m0 / 4u;
   for (var c = 0u; c < cg; c++) {
-    let plane = (image * word(1u) + g * cg + c) * plane_size;
+    let plane = i32((image * word(1u) + g * cg + c) * plane_size);
     for (var ky = 0u; ky < kh; ky++) {
       let row = row0 + vec4<i32>(i32(ky) * dh);
+      let row_inside = (row >= vec4<i32>(0)) & (row < vec4<i32>(height));
+      let row_start = row * width + vec4<i32>(plane);
       for (var kx = 0u; kx < kw; kx++) {
-        let v = tap(plane, row, col0 + vec4<i32>(i32(kx) * dw), height, width);
+        let column = col0 + vec4<i32>(i32(kx) * dw);
+        let inside = row_inside & (column >= vec4<i32>(0)) & (column < vec4<i32>(width));
+        let at = vec4<u32>(select(vec4<i32>(0), row_start + column, inside));
+        let v = select(vec4<f32>(0.0), vec4<f32>(x[at.x], x[at.y], x[at.z], x[at.w]), inside);
         let low = w[weight];
         let high = w[weight + 1u];
         weight += row_vectors;

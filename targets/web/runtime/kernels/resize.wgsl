@@ -1,8 +1,8 @@
 // Resize, nearest and (up to 3-axis) linear, one invocation per output; mode, coordinate transform and nearest mode
 // are pipeline constants. MODE: 0 nearest, 1 linear. TRANSFORM: 0 half_pixel, 1 asymmetric, 2 align_corners,
 // 3 pytorch_half_pixel, 4 tf_half_pixel_for_nearest. NEAREST: 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor,
-// 3 ceil. Words: 3 rank, 4 count; input dims 8..15, output dims 16..23, scales 24..31, 32..39 1 where linear
-// interpolates.
+// 3 ceil. Words: 3 rank, 4 count; input dims 8..15, output dims 16..23, scales 24..31, 32..39 1 on the
+// resized axes (the others, merged where adjacent, map straight through).
 
 override MODE: u32 = 0u;
 override TRANSFORM: u32 = 0u;
@@ -42,9 +42,13 @@ fn nearest(o: u32) -> f32 {
   for (var d = i32(word(3u)) - 1; d >= 0; d--) {
     let in_length = word(8u + u32(d));
     let out_length = word(16u + u32(d));
-    let s = source_coordinate(rest % out_length, in_length, out_length, fword(24u + u32(d)));
+    let coord = rest % out_length;
     rest = rest / out_length;
-    at += nearest_index(s, in_length) * stride;
+    if (word(32u + u32(d)) == 0u) {
+      at += coord * stride;
+    } else {
+      at += nearest_index(source_coordinate(coord, in_length, out_length, fword(24u + u32(d))), in_length) * stride;
+    }
     stride *= in_length;
   }
   return x[at];

@@ -211,10 +211,11 @@ function dequantize(plan, weight, slot) {
 
 // ---- dispatch geometry ----
 
+/** One invocation per item, the groups spread over x then y (maxComputeWorkgroupsPerDimension). */
 function linearGroups(count) {
   const groups = Math.ceil(count / GROUP_SIZE);
   const x = Math.min(groups, MAX_GROUPS);
-  return [x, Math.ceil(groups / x), 1];
+  return x ? [x, Math.ceil(groups / x), 1] : [0, 1, 1];
 }
 
 /** Groups for a grid-stride kernel: enough to keep every core busy, each invocation taking several items. */
@@ -723,6 +724,9 @@ function operandBuffer(buffers, operand) {
 }
 
 async function buildDispatch(device, pipelines, buffers, step) {
+  if (step.groups.some((n) => n > MAX_GROUPS)) {
+    throw new Error(`edgepack: ${step.file}:${step.entry} needs ${step.groups.join("x")} workgroups, over ${MAX_GROUPS} per dimension`);
+  }
   const pipeline = await pipelines.pipeline(step.file, step.entry, step.constants);
   const uniform = buffers.create(UNIFORM_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   device.queue.writeBuffer(uniform, 0, step.words);

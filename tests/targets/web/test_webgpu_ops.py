@@ -209,6 +209,8 @@ def _cases() -> dict[str, onnx.ModelProto]:
         "binary_broadcast": _model([helper.make_node(op, ["a", "b"], [f"y{i}"]) for i, op in
                                     enumerate(["Add", "Sub", "Mul", "Div", "Max", "Min"])],
                                    {"a": [2, 3, 1, 5], "b": [3, 4, 1]}, [f"y{i}" for i in range(6)]),
+        "binary_channel_scale": _single("Mul", {"a": [1, 4, 3, 8], "b": [1, 4, 1, 1]}),
+        "binary_row_bias": _single("Add", {"a": [2, 3, 8]}, {"b": _random(8)}),
         "pow": _model([helper.make_node("Pow", ["a", "e"], ["y"]), helper.make_node("Abs", ["a"], ["m"]),
                        helper.make_node("Pow", ["m", "f"], ["z"])], {"a": [3, 4]}, ["y", "z"],
                       {"e": np.array([2.0, 3.0, -2.0, 1.0], np.float32),
@@ -293,6 +295,17 @@ def test_quantized_int4_weights_are_dequantized_at_upload(gpu_page: WebGpuPage) 
     answer, want = _run_case(gpu_page, "int4", model)
     got = answer["outputs"]["y"]
     assert _max_relative_error(got, want["y"]) <= TOLERANCE
+
+
+def test_quantized_int8_conv_weights_per_channel(gpu_page: WebGpuPage) -> None:
+    rng = np.random.default_rng(8)
+    values = rng.integers(-127, 128, size=(6, 3, 3, 3), dtype=np.int8)
+    scales = (rng.random(6) * 0.02 + 0.005).astype(np.float32)
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s"], ["w"], axis=0),
+             helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])]
+    model = _model(nodes, {"x": [1, 3, 7, 6]}, ["y"], {"q": values, "s": scales}, opset=21)
+    answer, want = _run_case(gpu_page, "int8", model)
+    assert _max_relative_error(answer["outputs"]["y"], want["y"]) <= TOLERANCE
 
 
 def test_refusal_names_the_first_unsupported_op(gpu_page: WebGpuPage) -> None:

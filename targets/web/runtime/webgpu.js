@@ -57,7 +57,7 @@ function quantizedSlot(op) {
   const [ownInputs, ownParams] = form;
   if (op.inputs.length !== ownInputs + 1 || op.params.length !== ownParams + 2) return null;
   if (op.inputs[ownInputs] < 0) return null;
-  return { scale: op.inputs[ownInputs], scalePosition: ownInputs, axis: op.params[ownParams], block: op.params[ownParams + 1] };
+  return { scale: op.inputs[ownInputs], axis: op.params[ownParams], block: op.params[ownParams + 1] };
 }
 
 function tensorRefusal(plan, index, allowed) {
@@ -145,12 +145,20 @@ function halfToFloat(h) {
   return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }
 
+/** floor(log2(m)) for m > 0, exact at powers of two (Math.log2 may round across them); -Infinity for 0. */
+function binaryExponent(m) {
+  if (m === 0) return -Infinity;
+  let e = Math.floor(Math.log2(m));
+  if (2 ** e > m) e--;
+  if (2 ** (e + 1) <= m) e++;
+  return e;
+}
+
 /** `x` rounded to the nearest float16 value (ties to even), as a float32 (quant.c to_half_precision). */
 function roundToHalf(x) {
   const magnitude = Math.abs(x);
   if (!(magnitude < 65520)) return Number.isNaN(x) ? x : Math.sign(x) * Infinity;
-  const exponent = Math.max(Math.floor(Math.log2(magnitude || 2 ** -24)), -14);
-  const quantum = 2 ** (exponent - 10);
+  const quantum = 2 ** (Math.max(binaryExponent(magnitude), -14) - 10);
   let q = magnitude / quantum;
   const whole = Math.floor(q);
   const rest = q - whole;

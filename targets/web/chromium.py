@@ -4,6 +4,7 @@ on SwiftShader (a CPU rasterizer): right results, no GPU speed."""
 
 from __future__ import annotations
 
+import atexit
 import base64
 import functools
 import http.server
@@ -38,12 +39,36 @@ def missing() -> str | None:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the root folder, and a blank page at /edgepack-blank.html for tabs that only import modules."""
+
+    def do_GET(self) -> None:
+        if self.path != f"/{BLANK}":
+            super().do_GET()
+            return
+        body = b'<!doctype html><link rel="icon" href="data:,"><title>edgepack</title>'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
         pass
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
+
+
+@functools.cache
+def _playwright() -> Any:
+    """The process's one Playwright driver: its sync API allows a single one per thread, so every `Chromium` (each
+    with its own browser and profile) shares it; it stops when the process exits."""
+    from playwright.sync_api import sync_playwright
+
+    driver = sync_playwright().start()
+    atexit.register(driver.stop)
+    return driver
 
 
 class Chromium:
@@ -55,15 +80,11 @@ class Chromium:
             raise EdgepackError(f"headless Chromium cannot run here: {reason}", where="chromium",
                                 fix="install chromium and playwright (./dev test does both)")
         self.root = Path(root)
-        (self.root / BLANK).write_text("<!doctype html><link rel=\"icon\" href=\"data:,\"><title>edgepack</title>")
         handler = functools.partial(_QuietHandler, directory=str(self.root))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        from playwright.sync_api import sync_playwright
-
         self.profile = tempfile.TemporaryDirectory(prefix="edgepack-chromium-")
-        self.playwright = sync_playwright().start()
-        self.context = self.playwright.chromium.launch_persistent_context(
+        self.context = _playwright().chromium.launch_persistent_context(
             self.profile.name, executable_path=shutil.which("chromium"), headless=True, args=FLAGS)
 
     def url(self, path: str = "") -> str:
@@ -80,7 +101,6 @@ class Chromium:
 
     def close(self) -> None:
         self.context.close()
-        self.playwright.stop()
         self.server.shutdown()
         self.server.server_close()
         self.profile.cleanup()

@@ -764,6 +764,30 @@ function readbackLayout(plan) {
   return { layout, total: bufferSize(total) };
 }
 
+/** Every dispatch of `plan`, with device validation and out-of-memory errors turned into one thrown Error. */
+async function buildAll(device, plan, buffers, loadKernel) {
+  device.pushErrorScope("out-of-memory");
+  device.pushErrorScope("validation");
+  let dispatches = null;
+  let failure = null;
+  try {
+    const context = loweringContext(plan, buffers);
+    const steps = plan.ops.flatMap((op) => LOWERINGS[op.op](context, op));
+    const pipelines = new PipelineCache(device, loadKernel);
+    dispatches = await Promise.all(steps.map((step) => buildDispatch(device, pipelines, buffers, step)));
+    for (const index of [...plan.inputs, ...plan.outputs]) buffers.tensor(index);
+  } catch (error) {
+    failure = error;
+  }
+  const deviceErrors = [await device.popErrorScope(), await device.popErrorScope()].filter(Boolean);
+  if (!failure && deviceErrors.length) failure = new Error(`edgepack: WebGPU setup failed: ${deviceErrors[0].message}`);
+  if (failure) {
+    buffers.destroy();
+    throw failure;
+  }
+  return dispatches;
+}
+
 /**
  * Builds everything `plan` needs on `device` (pipelines compiled once, weights uploaded once) and returns
  * { run(feeds) -> Promise<{name: {data, dims}}>, destroy() }. Runs are serialized.
@@ -771,19 +795,9 @@ function readbackLayout(plan) {
 export async function createGpuPartition(device, plan, loadKernel) {
   const refusal = gpuRefusal(plan);
   if (refusal) throw new Error(`edgepack: the plan cannot run on WebGPU: ${refusal}`);
-  device.pushErrorScope("validation");
   const buffers = new BufferTable(device, plan);
-  const pipelines = new PipelineCache(device, loadKernel);
-  const context = loweringContext(plan, buffers);
-  const steps = plan.ops.flatMap((op) => LOWERINGS[op.op](context, op));
-  const dispatches = await Promise.all(steps.map((step) => buildDispatch(device, pipelines, buffers, step)));
-  for (const index of [...plan.inputs, ...plan.outputs]) buffers.tensor(index);
+  const dispatches = await buildAll(device, plan, buffers, loadKernel);
   const { layout, total } = readbackLayout(plan);
-  const error = await device.popErrorScope();
-  if (error) {
-    buffers.destroy();
-    throw new Error(`edgepack: WebGPU setup failed: ${error.message}`);
-  }
   let queue = Promise.resolve();
 
   async function runOnce(feeds) {

@@ -32,7 +32,9 @@ const F32 = 1;
 const I8 = 3;
 const F16 = 10;
 const I4 = 22;
-const DTYPE_NAMES = { 1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 22: "int4" };
+const DTYPE_NAMES = {
+  1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 22: "int4",
+};
 const BINARY_KINDS = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
   "GreaterOrEqual", "And", "Or", "Xor", "Mod"];
 const FLOAT_BINARY_KINDS = 7;
@@ -210,7 +212,8 @@ function dequantize(plan, weight, slot) {
   for (let i = 0; i < values.length; i++) {
     const along = Math.floor(i / inner) % length;
     const o = Math.floor(i / (inner * length));
-    const scale = slot.block ? scales[(o * blocks + Math.floor(along / slot.block)) * inner + (i % inner)] : scales[along];
+    const block = Math.floor(along / slot.block);
+    const scale = slot.block ? scales[(o * blocks + block) * inner + (i % inner)] : scales[along];
     const v = Math.fround(values[i] * scale);
     values[i] = half ? roundToHalf(v) : v;
   }
@@ -293,7 +296,8 @@ function binarySteps(ctx, op) {
   putWords(words, 4, merged.dims);
   putWords(words, 12, merged.strides[0]);
   putWords(words, 20, merged.strides[1]);
-  const constants = { KIND: op.params[0], ROWS_OF_4: rowsOf4 ? 1 : 0, A_STEP: steps[0], B_STEP: steps[1] };
+  const constants = { KIND: op.params[0], RANK: merged.dims.length, ROWS_OF_4: rowsOf4 ? 1 : 0, A_STEP: steps[0],
+    B_STEP: steps[1] };
   const operands = [...op.inputs.slice(0, 2), op.outputs[0]];
   return [ctx.step("binary.wgsl", "binary", words, operands, strideGroups(vectors), constants)];
 }
@@ -336,7 +340,9 @@ function packConvWeights(ctx, op, s) {
   const packed = new Float32Array(s.group * s.depth * s.paddedMg);
   for (let g = 0; g < s.group; g++) {
     for (let m = 0; m < s.mg; m++) {
-      for (let k = 0; k < s.depth; k++) packed[(g * s.depth + k) * s.paddedMg + m] = values[(g * s.mg + m) * s.depth + k];
+      for (let k = 0; k < s.depth; k++) {
+        packed[(g * s.depth + k) * s.paddedMg + m] = values[(g * s.mg + m) * s.depth + k];
+      }
     }
   }
   return ctx.upload(packed);
@@ -359,10 +365,12 @@ function pointwiseSteps(ctx, op, s) {
   const p = op.params;
   const words = paramWords([s.mg, plane, s.cg, s.n * s.group, 1, s.paddedMg, plane, 1, 1, 0, floatBits(1), floatBits(1),
     0, p[13], p[14], s.hasBias ? 1 : 0]);
-  const constants = { ACT: p[12], A_ROWS_4: 1, B_COLUMNS_4: vectorAligned(1, plane, offsets.filter((_, i) => i % 4 === 1)) ? 1 : 0 };
-  const operands = [packConvWeights(ctx, op, s), op.inputs[0], s.hasBias ? op.inputs[2] : -1, ctx.upload(new Uint32Array(offsets)),
-    op.outputs[0]];
-  return [ctx.step("gemm.wgsl", "gemm", words, operands, tiledGroups(plane, s.mg, s.n * s.group, GEMM_TILE_COLUMNS), constants)];
+  const columns4 = vectorAligned(1, plane, offsets.filter((_, i) => i % 4 === 1));
+  const constants = { ACT: p[12], A_ROWS_4: 1, B_COLUMNS_4: columns4 ? 1 : 0 };
+  const operands = [packConvWeights(ctx, op, s), op.inputs[0], s.hasBias ? op.inputs[2] : -1,
+    ctx.upload(new Uint32Array(offsets)), op.outputs[0]];
+  const groups = tiledGroups(plane, s.mg, s.n * s.group, GEMM_TILE_COLUMNS);
+  return [ctx.step("gemm.wgsl", "gemm", words, operands, groups, constants)];
 }
 
 function convSteps(ctx, op) {
@@ -514,7 +522,7 @@ function copyStep(ctx, from, to, dims, source, destination) {
   putWords(words, 12, merged.strides[0]);
   putWords(words, 20, merged.strides[1]);
   return [ctx.step("layout.wgsl", "strided_copy", words, [from, to], strideGroups(rowsOf4 ? count / 4 : count),
-    { ROWS_OF_4: rowsOf4 ? 1 : 0 })];
+    { ROWS_OF_4: rowsOf4 ? 1 : 0, RANK: merged.dims.length })];
 }
 
 function transposeSteps(ctx, op) {
@@ -660,7 +668,8 @@ class BufferTable {
     const root = this.root(index);
     if (!this.byTensor.has(root)) {
       const t = this.plan.tensors[root];
-      this.byTensor.set(root, t.location === 1 ? this.upload(weightFloats(this.plan, t)) : this.create(product(t.dims) * 4));
+      const buffer = t.location === 1 ? this.upload(weightFloats(this.plan, t)) : this.create(product(t.dims) * 4);
+      this.byTensor.set(root, buffer);
     }
     return this.byTensor.get(root);
   }
@@ -698,7 +707,8 @@ class PipelineCache {
 
   async compile(module, file, entry, constants) {
     try {
-      return await this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: entry, constants } });
+      const compute = { module, entryPoint: entry, constants };
+      return await this.device.createComputePipelineAsync({ layout: "auto", compute });
     } catch (error) {
       const info = await module.getCompilationInfo();
       const messages = info.messages.map((m) => `${file}:${m.lineNum}:${m.linePos} ${m.message}`).join("; ");
@@ -723,7 +733,9 @@ function loweringContext(plan, buffers) {
       return slot && t.dtype !== F32 ? dequantize(plan, t, slot) : weightFloats(plan, t);
     },
     upload: (values) => buffers.upload(values),
-    step: (file, entry, words, operands, groups, constants = {}) => ({ file, entry, words, operands, groups, constants }),
+    step: (file, entry, words, operands, groups, constants = {}) => ({
+      file, entry, words, operands, groups, constants,
+    }),
   };
 }
 
@@ -733,13 +745,16 @@ function operandBuffer(buffers, operand) {
 
 async function buildDispatch(device, pipelines, buffers, step) {
   if (step.groups.some((n) => n > MAX_GROUPS)) {
-    throw new Error(`edgepack: ${step.file}:${step.entry} needs ${step.groups.join("x")} workgroups, over ${MAX_GROUPS} per dimension`);
+    const groups = step.groups.join("x");
+    throw new Error(`edgepack: ${step.file}:${step.entry} needs ${groups} workgroups, over ${MAX_GROUPS} per dimension`);
   }
   const pipeline = await pipelines.pipeline(step.file, step.entry, step.constants);
   const uniform = buffers.create(UNIFORM_BYTES, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   device.queue.writeBuffer(uniform, 0, step.words);
   const entries = [{ binding: 0, resource: { buffer: uniform } }];
-  step.operands.forEach((operand, i) => entries.push({ binding: i + 1, resource: { buffer: operandBuffer(buffers, operand) } }));
+  step.operands.forEach((operand, i) => {
+    entries.push({ binding: i + 1, resource: { buffer: operandBuffer(buffers, operand) } });
+  });
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   return { pipeline, bindGroup, groups: step.groups };
 }
@@ -824,7 +839,8 @@ export async function createGpuPartition(device, plan, loadKernel) {
     const results = {};
     for (const entry of layout) {
       const t = plan.tensors[entry.index];
-      results[t.name] = { data: new Float32Array(mapped.slice(entry.offset, entry.offset + entry.bytes)), dims: [...t.dims] };
+      const data = new Float32Array(mapped.slice(entry.offset, entry.offset + entry.bytes));
+      results[t.name] = { data, dims: [...t.dims] };
     }
     readback.unmap();
     readback.destroy();

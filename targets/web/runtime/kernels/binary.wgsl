@@ -1,9 +1,11 @@
-// Binary arithmetic (Add Sub Mul Div Pow Max Min; the kind a pipeline constant) with numpy broadcasting, one
-// output vec4 per step. Words: 1 count, 2 rank, 3 count in vec4s, then the (merged) output dims (4..11) and each
-// input's element strides over them (a: 12..19, b: 20..27; 0 on broadcast axes). With ROWS_OF_4 the last dim is a
-// multiple of 4 and each input steps A_STEP / B_STEP (0 or 1) along it, so a vec4 reads as one load or one splat.
+// Binary arithmetic (Add Sub Mul Div Pow Max Min; the kind and the merged rank RANK are pipeline constants) with
+// numpy broadcasting, one output vec4 per step. Words: 1 count, 3 count in vec4s, then the (merged) output dims
+// (4..11) and each input's element strides over them (a: 12..19, b: 20..27; 0 on broadcast axes). With ROWS_OF_4
+// the last dim is a multiple of 4 and each input steps A_STEP / B_STEP (0 or 1) along it, so a vec4 reads as one
+// load or one splat.
 
 override KIND: u32 = 0u;
+override RANK: i32 = 1;
 override ROWS_OF_4: bool = false;
 override A_STEP: u32 = 1u;
 override B_STEP: u32 = 1u;
@@ -45,7 +47,7 @@ fn binary_op(x: V, z: V) -> V {
 fn offsets(e: u32) -> vec2<u32> {
   var rest = e;
   var at = vec2<u32>(0u);
-  for (var d = i32(word(2u)) - 1; d >= 0; d--) {
+  for (var d = RANK - 1; d >= 0; d--) {
     let dim = word(4u + u32(d));
     let coord = rest % dim;
     rest = rest / dim;
@@ -57,11 +59,19 @@ fn offsets(e: u32) -> vec2<u32> {
 fn a_at(at: u32) -> f32 { return a[at >> 2u][at & 3u]; }
 fn b_at(at: u32) -> f32 { return b[at >> 2u][at & 3u]; }
 
+fn a_row(at: u32) -> V {
+  if (A_STEP == 1u) { return a[at >> 2u]; }
+  return V(a_at(at));
+}
+
+fn b_row(at: u32) -> V {
+  if (B_STEP == 1u) { return b[at >> 2u]; }
+  return V(b_at(at));
+}
+
 fn row_of_4(i: u32) -> V {
   let at = offsets(4u * i);
-  let x = select(V(a_at(at.x)), a[at.x >> 2u], A_STEP == 1u);
-  let z = select(V(b_at(at.y)), b[at.y >> 2u], B_STEP == 1u);
-  return binary_op(x, z);
+  return binary_op(a_row(at.x), b_row(at.y));
 }
 
 fn gathered(i: u32) -> V {

@@ -1,4 +1,5 @@
-// Batched matrix product with 4x8 register tiles (4 rows, 8 columns per invocation), for MatMul, Gemm and pointwise Conv:
+// Batched matrix product with 4x8 register tiles (4 rows, 8 columns per invocation), for MatMul, Gemm and
+// pointwise Conv:
 // y[b][m][n] = act(alpha * sum_k A[m, k] B[k, n] + beta * C[m, n]), every operand read through element strides
 // so transposes and broadcasts cost nothing. Words: 0 M, 1 N, 2 K, 3 batches, 4 A m stride, 5 A k stride,
 // 6 B k stride, 7 B n stride, 8 C m stride, 9 C n stride, 10 alpha, 11 beta, 13 act a, 14 act b, 15 has C.

@@ -1,9 +1,11 @@
-// Strided copies: Transpose, Slice, and each part of a Concat or Split. Words: 0 count, 1 rank, 2 source base,
-// 3 destination base, dims 4..11, source strides 12..19, destination strides 20..27 (elements). With ROWS_OF_4
-// the last dim is a multiple of 4, contiguous on both sides, and both bases are multiples of 4: each step moves one
-// vec4 (read as one load, written as 4 scalar stores, so no two invocations ever write the same vec4).
+// Strided copies: Transpose, Slice, and each part of a Concat or Split, over RANK (merged) axes, a pipeline
+// constant. Words: 0 count, 2 source base, 3 destination base, dims 4..11, source strides 12..19, destination
+// strides 20..27 (elements). With ROWS_OF_4 the last dim is a multiple of 4, contiguous on both sides, and both
+// bases are multiples of 4: each step moves one vec4 (read as one load, written as 4 scalar stores, so no two
+// invocations ever write the same vec4).
 
 override ROWS_OF_4: bool = false;
+override RANK: i32 = 1;
 
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
@@ -12,7 +14,7 @@ override ROWS_OF_4: bool = false;
 fn offsets(i: u32) -> vec2<u32> {
   var rest = i;
   var at = vec2<u32>(word(2u), word(3u));
-  for (var d = i32(word(1u)) - 1; d >= 0; d--) {
+  for (var d = RANK - 1; d >= 0; d--) {
     let dim = word(4u + u32(d));
     let coord = rest % dim;
     rest = rest / dim;

@@ -680,18 +680,25 @@ class BufferTable {
   }
 }
 
-/** Compiles each kernel file once (common.wgsl prepended) and each entry point's pipeline once. */
+/** Loads and compiles each kernel file once (common.wgsl prepended), and each entry point's pipeline once per set of
+ * pipeline constants. */
 class PipelineCache {
   constructor(device, loadKernel) {
     this.device = device;
     this.loadKernel = loadKernel;
+    this.sources = new Map();
     this.modules = new Map();
     this.pipelines = new Map();
   }
 
+  source(file) {
+    if (!this.sources.has(file)) this.sources.set(file, this.loadKernel(file));
+    return this.sources.get(file);
+  }
+
   async module(file) {
     if (!this.modules.has(file)) {
-      this.modules.set(file, Promise.all([this.loadKernel(COMMON), this.loadKernel(file)])
+      this.modules.set(file, Promise.all([this.source(COMMON), this.source(file)])
         .then(([common, source]) => this.device.createShaderModule({ label: file, code: `${common}\n${source}` })));
     }
     return this.modules.get(file);

@@ -132,6 +132,20 @@ def test_demo_page_shows_the_outputs(web: WebBuilds, chromium: Chromium, name: s
     assert requests and all(url.startswith(prefix) for url in requests), requests
 
 
+@pytest.mark.slow
+def test_cache_option_keeps_the_plans_in_the_cache_api(web: WebBuilds, chromium: Chromium) -> None:
+    bundle = web.bundle("tiny-cnn")
+    page = chromium.page()
+    cached = page.evaluate("""async (module) => {
+      const { createSession, model } = await import(module);
+      await createSession({ providers: ["wasm"], cache: true });
+      const cache = await caches.open(`edgepack-${model.name}`);
+      return (await cache.keys()).map((request) => new URL(request.url).pathname.split("/").slice(-2).join("/"));
+    }""", module_url(web, chromium, bundle))
+    page.close()
+    assert sorted(cached) == ["model/p0.epk", "runtime/edgepack.wasm"]
+
+
 def bad_feeds(name: str) -> dict[str, Any]:
     """In-page feed expressions for tiny-cnn (input `image`, float32 [1, 3, 32, 32])."""
     good = "new Float32Array(3072)"

@@ -5,11 +5,7 @@ largest reference value); gpuRefusal and kernelFiles against the Python side."""
 from __future__ import annotations
 
 import base64
-import functools
-import http.server
 import json
-import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,25 +17,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.runtime import Session
 from edgepack.runtime.native.lower import lower
+from edgepack.targets.web.chromium import Chromium, missing
 from edgepack.targets.web.gpu_kernels import KERNEL_FILES
 
 REPO = Path(__file__).resolve().parents[3]
 TOLERANCE = 1e-4
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--enable-unsafe-webgpu"]
-
-
-def _missing() -> str | None:
-    if shutil.which("chromium") is None:
-        return "Debian's chromium is not installed"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "Playwright for Python is not installed"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=f"no headless Chromium: {_missing()}")
+pytestmark = pytest.mark.skipif(missing() is not None, reason=f"no headless Chromium: {missing()}")
 
 RUN_PLAN = """
 async ([planB64, feeds]) => {
@@ -71,11 +54,6 @@ async ([planB64, feeds]) => {
 """
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (the base class's name)
-        pass
-
-
 class WebGpuPage:
     """One Chromium page on a localhost server of the repository, running plans through webgpu.js."""
 
@@ -94,22 +72,11 @@ class WebGpuPage:
 
 @pytest.fixture(scope="module")
 def gpu_page() -> Iterator[WebGpuPage]:
-    from playwright.sync_api import sync_playwright
-
-    handler = functools.partial(_QuietHandler, directory=str(REPO))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
-            page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{server.server_port}/targets/web/runtime/kernels/")
-            if not page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"):
-                pytest.skip("Chromium offers no WebGPU adapter here")
-            yield WebGpuPage(page)
-            browser.close()
-    finally:
-        server.shutdown()
+    with Chromium(REPO) as browser:
+        page = browser.page()
+        if not page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"):
+            pytest.skip("Chromium offers no WebGPU adapter here")
+        yield WebGpuPage(page)
 
 
 # ---- small models ----

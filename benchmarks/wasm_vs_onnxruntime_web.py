@@ -53,13 +53,12 @@ from rich.table import Table
 from edgepack import samples
 from edgepack.loader import check_model, load_model
 from edgepack.packager.slim import slim
-from edgepack.runtime.native.build import WASM_GLUE, cache_root, wasm_core
+from edgepack.runtime.native.build import WASM_GLUE, wasm_core
 from edgepack.runtime.native.lower import lower
 
 Feeds = dict[str, np.ndarray]
 MODELS = ("ppocr-det", "ppocr-rec", "ppocr-cls", "silero-vad")
 NODE = Path(__file__).parent / "node"
-ORT_WEB = "onnxruntime-web@^1.20"
 SIDES = ("edgepack", "onnxruntime-web")
 BYTES_TARGET = 30
 """Issue 5: edgepack's runtime bytes are at most 1/30 of onnxruntime-web's."""
@@ -102,19 +101,12 @@ def load_case(name: str, seed: int) -> Case:
 
 
 def install_ort_web(console: Console) -> Path:
-    """The onnxruntime-web package folder in the cache, installed with npm when missing."""
-    folder = cache_root().parent / "bench-node"
-    package = folder / "node_modules" / "onnxruntime-web"
-    if (package / "package.json").is_file():
-        return package
-    npm = shutil.which("npm")
-    if npm is None:
-        raise SystemExit("npm is needed to install onnxruntime-web (apt-get install npm)")
-    console.print(f"installing {ORT_WEB} with npm into {folder} (once)")
-    folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run([npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error", ORT_WEB],
-                   check=True)
-    return package
+    """The onnxruntime-web package folder in the cache, installed with npm when missing (`edgepack bench --compare
+    onnxruntime-web` shares it)."""
+    from edgepack.bench_chromium import ORT_WEB, ort_web_package
+
+    console.print(f"onnxruntime-web from npm ({ORT_WEB}), in edgepack's cache (installed once)")
+    return ort_web_package()
 
 
 def package_json(package: Path) -> dict:

@@ -11,6 +11,7 @@ from edgepack import samples
 from edgepack.loader import check_model, load_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.native.lower import lower
+from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
 
 TOLERANCE = 1e-4
 """Max abs diff allowed against `reference`, relative to the output's scale (max(1, max |reference|))."""
@@ -39,8 +40,3 @@ def reference_outputs(name: str, seed: int = 0) -> dict[str, np.ndarray]:
     return PROVIDERS["reference"].compile(slimmed(name), {}).run(feeds(name, seed))
 
 
-def relative_error(expected: np.ndarray, actual: np.ndarray) -> float:
-    expected = np.asarray(expected, dtype=np.float64)
-    if expected.size == 0:
-        return 0.0
-    return float(np.abs(expected - np.asarray(actual, dtype=np.float64)).max() / max(1.0, np.abs(expected).max()))

@@ -11,6 +11,7 @@ import edgepack
 from edgepack import samples
 from edgepack.runtime import Session
 from edgepack.targets.embedded.example_run import Library, build_example, read_library, run_example
+from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
 
 SMALLER_FEEDS = {"ppocr-det": (slice(None), slice(None), slice(0, 320), slice(0, 320))}
 """Samples run here on a crop of their feeds: det's 640x640 page takes minutes under qemu, its top-left 320x320
@@ -18,13 +19,6 @@ quarter (text included) a fraction of that, through the same kernels."""
 
 TOLERANCE = 1e-4
 """Max abs diff allowed against `reference`, relative to the output's scale: max(1, max |reference output|)."""
-
-
-def relative_error(expected: np.ndarray, actual: np.ndarray) -> float:
-    expected = np.asarray(expected, dtype=np.float64)
-    if expected.size == 0:
-        return 0.0
-    return float(np.abs(expected - np.asarray(actual, dtype=np.float64)).max() / max(1.0, np.abs(expected).max()))
 
 
 @dataclass

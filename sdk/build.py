@@ -182,11 +182,14 @@ def build(
              + (f", {len(slower)} kept fp32 where int8 is slower" if slower else "")
              + (f", {_slower_compute(speed)}: fp32 compute" if compute != profile.activations else ""))
 
-    if sample_inputs is None and samples is not None:
-        oracle = run_oracle(checked, samples[:VERIFY_CALIBRATION_SAMPLES], profile.dims,
-                            origin=f"the first {min(len(samples), VERIFY_CALIBRATION_SAMPLES)} calibration samples")
-    else:
-        oracle = run_oracle(checked, sample_inputs, profile.dims)
+    with _stage(report, progress, "oracle") as note:
+        if sample_inputs is None and samples is not None:
+            oracle = run_oracle(checked, samples[:VERIFY_CALIBRATION_SAMPLES], profile.dims,
+                                origin=f"the first {min(len(samples), VERIFY_CALIBRATION_SAMPLES)} calibration "
+                                       "samples")
+        else:
+            oracle = run_oracle(checked, sample_inputs, profile.dims)
+        note(f"the fp32 source on reference, {len(oracle.samples)} sample(s): {oracle.origin}")
     with staged_bundle(final, force) as staging:
         with _stage(report, progress, "partition") as note:
             partitions = _partition(quantized.model, profile)

@@ -3,8 +3,7 @@
 
 const ALIGN = 64;
 const INFO_BYTES = 88; // ep_tensor_info on wasm32: name, name_len, dtype, rank, dims[8] (int64), bytes, data
-export const ARRAYS = { 1: Float32Array, 2: Uint8Array, 3: Int8Array, 6: Int32Array, 7: BigInt64Array, 9: Uint8Array };
-export const DTYPE_NAMES = { 1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool" };
+const ARRAYS = { 1: Float32Array, 2: Uint8Array, 3: Int8Array, 6: Int32Array, 7: BigInt64Array, 9: Uint8Array };
 
 const align = (value) => Math.ceil(value / ALIGN) * ALIGN;
 

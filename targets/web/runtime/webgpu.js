@@ -4,6 +4,8 @@
 // op becomes one or more dispatches whose pipelines, uniform words and bind groups are built at creation. A run
 // writes the inputs, encodes every dispatch into one compute pass, submits once and reads the outputs back once.
 
+import { DTYPE_NAMES } from "./epk.js";
+
 const COMMON = "common.wgsl";
 const OP_FILES = {
   Copy: [],
@@ -32,9 +34,6 @@ const F32 = 1;
 const I8 = 3;
 const F16 = 10;
 const I4 = 22;
-const DTYPE_NAMES = {
-  1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 22: "int4",
-};
 const BINARY_KINDS = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
   "GreaterOrEqual", "And", "Or", "Xor", "Mod"];
 const FLOAT_BINARY_KINDS = 7;

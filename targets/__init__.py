@@ -58,6 +58,15 @@ def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = f
     return decorate
 
 
+def write_file(path: Path, content: str | bytes) -> None:
+    """Write text or bytes at `path` inside a staging folder, making its parent folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+
+
 def write_onnx_partition(part: Partition, staging: Path) -> dict[str, Any]:
     """Write a partition as `<id>.onnx` and return its manifest entry."""
     artifact = f"{part.id}.onnx"

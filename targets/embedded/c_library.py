@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from edgepack.errors import EdgepackError
 from edgepack.runtime.native.epk import OPS, write
 
-from .. import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
+from .. import WEIGHT_ONLY, BundleInput, register, write_file, write_onnx_partition
 from ..plans import lowered, pinned_shapes
 from . import c_api, core_sources
 from .templates import render
@@ -54,19 +54,19 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     selection = core_sources.select(OPS[op.kind] for op in plan.ops)
     inputs, outputs = c_api.ports(plan, plan.inputs), c_api.ports(plan, plan.outputs)
 
-    _write(staging / PLAN_FOLDER / f"{name}.epk", write(plan))
+    write_file(staging / PLAN_FOLDER / f"{name}.epk", write(plan))
     sources = _write_core(staging, selection)
-    _write(staging / "include" / f"{name}.h", c_api.header(name, inputs, outputs, __version__))
-    _write(staging / "src" / f"{name}.c", c_api.source(name, inputs, outputs))
-    _write(staging / "src" / f"{name}_plan.S", render("plan.S", MODEL=name))
+    write_file(staging / "include" / f"{name}.h", c_api.header(name, inputs, outputs, __version__))
+    write_file(staging / "src" / f"{name}.c", c_api.source(name, inputs, outputs))
+    write_file(staging / "src" / f"{name}_plan.S", render("plan.S", MODEL=name))
     sources.append(f"src/{name}.c")
     _write_build_files(staging, name, sorted(sources))
     input_names = ", ".join(port.name for port in inputs)
-    _write(staging / "example" / "main.c", render("main.c", MODEL=name, PREFIX=name.upper(),
-                                                  INPUT_NAMES=input_names))
+    write_file(staging / "example" / "main.c", render("main.c", MODEL=name, PREFIX=name.upper(),
+                                                      INPUT_NAMES=input_names))
     for file in NPY_SOURCES:
-        _write(staging / "example" / file, (core_sources.NATIVE / "cli" / file).read_text())
-    _write(staging / "README.md", render(
+        write_file(staging / "example" / file, (core_sources.NATIVE / "cli" / file).read_text())
+    write_file(staging / "README.md", render(
         "README.md", MODEL=name, VERSION=__version__, PROFILE=bundle.profile["name"],
         KERNELS=", ".join(sorted(selection.kernels)).lower(),
         SHAPES="; ".join(f"{p.name} {list(p.shape)}" for p in inputs),
@@ -81,29 +81,21 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     return [entry]
 
 
-def _write(path: Path, content: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
-
-
 def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[str]:
     """Copies the selected core files under src/ (edgepack.h under include/) and writes the trimmed registry;
     returns the library's .c files."""
     sources = []
     for relative in selection.files:
         target = staging / "include" / relative.name if relative.parts[0] == "include" else staging / "src" / relative
-        _write(target, (core_sources.NATIVE / relative).read_text())
+        write_file(target, (core_sources.NATIVE / relative).read_text())
         if relative.suffix == ".c":
             sources.append(f"src/{relative.as_posix()}")
-    _write(staging / "src" / "kernels" / "registry.c", core_sources.registry_source(selection.kernels))
+    write_file(staging / "src" / "kernels" / "registry.c", core_sources.registry_source(selection.kernels))
     return [*sources, "src/kernels/registry.c"]
 
 
 def _write_build_files(staging: Path, name: str, sources: list[str]) -> None:
     fields = {"MODEL": name, "PREFIX": name.upper()}
-    _write(staging / "Makefile", render("Makefile", LIBRARY_SOURCES=" \\\n    ".join(sources), **fields))
-    _write(staging / "CMakeLists.txt", render("CMakeLists.txt", CMAKE_SOURCES="\n  ".join(sources), **fields))
-    _write(staging / TOOLCHAIN, render("aarch64-linux-gnu.cmake"))
+    write_file(staging / "Makefile", render("Makefile", LIBRARY_SOURCES=" \\\n    ".join(sources), **fields))
+    write_file(staging / "CMakeLists.txt", render("CMakeLists.txt", CMAKE_SOURCES="\n  ".join(sources), **fields))
+    write_file(staging / TOOLCHAIN, render("aarch64-linux-gnu.cmake"))

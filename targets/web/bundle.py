@@ -16,7 +16,7 @@ import numpy as np
 from edgepack.runtime.native.build import wasm_core
 from edgepack.runtime.native.epk import Plan, write
 
-from .. import WEIGHT_ONLY, BundleInput, register
+from .. import WEIGHT_ONLY, BundleInput, register, write_file
 from ..plans import lowered, pinned_shapes
 from . import typings
 from .gpu_kernels import KERNEL_FILES
@@ -66,7 +66,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         if provider == "webgpu":
             kernels.update(file for op in plan.ops for file in KERNEL_FILES[op.kind])
         artifact = f"model/{part.id}.epk"
-        _write(staging / artifact, write(plan))
+        write_file(staging / artifact, write(plan))
         plans.append(plan)
         entry = {"id": part.id, "provider": provider, "artifact": artifact, "inputs": part.inputs,
                  "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops,
@@ -85,14 +85,14 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
 
     _write_runtime(staging, bool(kernels))
     for file in sorted(kernels):
-        _write(staging / KERNELS / file, (RUNTIME / "kernels" / file).read_text())
+        write_file(staging / KERNELS / file, (RUNTIME / "kernels" / file).read_text())
     fields = {"MODEL": name, "VERSION": __version__, "PROFILE": bundle.profile["name"]}
-    _write(staging / "index.js", render("index.js", MODEL_JSON=json.dumps(model, indent=2), **fields))
-    _write(staging / "index.d.ts", typings.declarations(name, inputs, outputs))
-    _write(staging / "package.json", json.dumps(_package(name, __version__, bool(kernels)), indent=2) + "\n")
-    _write(staging / "demo" / "index.html", render("demo.html", EXAMPLE_JSON=json.dumps(_example(bundle, inputs)),
-                                                   **fields))
-    _write(staging / "README.md", render(
+    write_file(staging / "index.js", render("index.js", MODEL_JSON=json.dumps(model, indent=2), **fields))
+    write_file(staging / "index.d.ts", typings.declarations(name, inputs, outputs))
+    write_file(staging / "package.json", json.dumps(_package(name, __version__, bool(kernels)), indent=2) + "\n")
+    demo = render("demo.html", EXAMPLE_JSON=json.dumps(_example(bundle, inputs)), **fields)
+    write_file(staging / "demo" / "index.html", demo)
+    write_file(staging / "README.md", render(
         "README.md", PACKAGE=name, SOURCE=bundle.model.graph.name or name,
         FEED_SNIPPET=", ".join(f"{json.dumps(i['name'])}: {{ data: new {typings.ARRAY_TYPES[i['dtype']]}"
                                f"({int(np.prod(i['dims']))}), dims: {i['dims']} }}" for i in inputs),
@@ -142,14 +142,6 @@ def _package(name: str, version: str, gpu: bool) -> dict[str, Any]:
 
 def _write_runtime(staging: Path, gpu: bool) -> None:
     for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
-        _write(staging / "runtime" / file, (RUNTIME / file).read_text())
+        write_file(staging / "runtime" / file, (RUNTIME / file).read_text())
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(wasm_core(), staging / CORE)
-
-
-def _write(path: Path, content: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)

@@ -235,12 +235,7 @@ def cmd_bench_device(args: argparse.Namespace) -> int:
                             where="--device", fix="leave out --provider and --compare")
     report = bench_on_device(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs,
                              load_inputs(args.input or []), parse_dims(args.dim or []))
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        for line in summary_lines(report):
-            stdout.print(escape(line))
-    return 0 if report.passed else 1
+    return print_device_report(report, summary_lines(report), args.json)
 
 
 def cmd_bench_chromium(args: argparse.Namespace) -> int:
@@ -251,10 +246,15 @@ def cmd_bench_chromium(args: argparse.Namespace) -> int:
     report = bench_in_chromium(args.model, args.provider, DEVICE_RUNS if args.runs is None else args.runs,
                                args.warmup, load_inputs(args.input or []), parse_dims(args.dim or []),
                                compare=args.compare, source=args.source)
-    if args.json:
+    return print_device_report(report, summary_lines(report), args.json)
+
+
+def print_device_report(report: Any, lines: list[str], as_json: bool) -> int:
+    """Prints a device bench report (its JSON, or its summary lines); exit code 1 when an output failed."""
+    if as_json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        for line in summary_lines(report):
+        for line in lines:
             stdout.print(escape(line))
     return 0 if report.passed else 1
 

@@ -102,7 +102,7 @@ export async function openSession(model, base, options = {}) {
       if (!reason) {
         const loadKernel = (file) => load(`${model.kernels}/${file}`).then((r) => r.text());
         const runner = await gpuModule.createGpuPartition(gpu.device, plan, loadKernel);
-        partitions.push({ id: part.id, provider: "webgpu", planned: part.provider, runner });
+        partitions.push({ id: part.id, provider: "webgpu", planned: part.provider, inputs: part.inputs, runner });
         continue;
       }
     }
@@ -110,7 +110,7 @@ export async function openSession(model, base, options = {}) {
       throw new Error(`edgepack: partition ${part.id} cannot run on ${wanted.join(", ")} (${reason ?? `it was built for ${part.provider}`}); add "wasm" to providers`);
     }
     const runner = await openWasmPartition(core, plans[index], label);
-    partitions.push({ id: part.id, provider: "wasm", planned: part.provider, reason, runner });
+    partitions.push({ id: part.id, provider: "wasm", planned: part.provider, reason, inputs: part.inputs, runner });
   }
   return {
     inputs: model.inputs,
@@ -121,7 +121,7 @@ export async function openSession(model, base, options = {}) {
     async run(feeds) {
       const values = checkFeeds(model, feeds);
       for (const part of partitions) {
-        const inputs = Object.fromEntries(model.partitions.find((p) => p.id === part.id).inputs.map((name) => [name, values[name].data]));
+        const inputs = Object.fromEntries(part.inputs.map((name) => [name, values[name].data]));
         Object.assign(values, await part.runner.run(inputs));
       }
       return Object.fromEntries(model.outputs.map((output) => [output.name, values[output.name]]));

@@ -43,4 +43,4 @@ def register(provider: Provider) -> Provider:
     return provider
 
 
-from . import cpu, neon, openvino, reference, wasm, webgpu  # noqa: E402,F401  (registration)
+from . import coreml, cpu, neon, openvino, reference, wasm, webgpu  # noqa: E402,F401  (registration)

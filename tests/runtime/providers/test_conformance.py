@@ -17,7 +17,7 @@ from edgepack.runtime.providers import PROVIDERS
 
 from .node_backend import backend_for, claim_refusal
 
-CONFORMANCE_PROVIDERS = ["reference", "openvino", "cpu", "neon", "wasm"]
+CONFORMANCE_PROVIDERS = ["reference", "openvino", "cpu", "neon", "wasm", "coreml"]
 
 
 def _available(provider: str) -> bool:

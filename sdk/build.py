@@ -160,8 +160,11 @@ def build(
         measured = None if samples is None else Calibration(samples, profile_runner(profile), calibration_method)
 
         compute = profile.activations
+        in_target = TARGETS[profile.target].applies_precision
 
         def lower(keep: frozenset[str]) -> QuantizeResult:
+            if in_target:
+                return quantize(slimmed, "fp32", keep, "fp32", measured)
             return quantize(slimmed, profile.weights, keep, compute, measured)
 
         quantized = lower(frozenset())
@@ -178,7 +181,7 @@ def build(
         slower = speed.slower if compute == "int8" else frozenset()
         if excluded or slower:
             quantized = lower(excluded | slower)
-        note(_quantize_summary(quantized, profile) + (f", {len(excluded)} excluded" if excluded else "")
+        note(_quantize_summary(quantized, profile, in_target) + (f", {len(excluded)} excluded" if excluded else "")
              + (f", {len(slower)} kept fp32 where int8 is slower" if slower else "")
              + (f", {_slower_compute(speed)}: fp32 compute" if compute != profile.activations else ""))
 
@@ -197,7 +200,7 @@ def build(
 
         with _stage(report, progress, "bundle") as note:
             manifest = _write_bundle(final.name, quantized, partitions, profile, source, report, pins, conversion,
-                                     staging, oracle.samples[0])
+                                     staging, oracle.samples[0], oracle.expected[0])
             note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes")
 
         with _stage(report, progress, "verify") as note:
@@ -210,7 +213,8 @@ def build(
                     nonlocal manifest
                     lowered = lower(excluded | slower | frozenset(keep))
                     manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
-                                             source, report, pins, conversion, staging, oracle.samples[0], keep)
+                                             source, report, pins, conversion, staging, oracle.samples[0],
+                                             oracle.expected[0], keep)
                     return measure(staging, oracle, profile)
 
                 kept, fidelity = keep_sensitive_in_float(slimmed, quantized, oracle, profile, attempt)
@@ -279,22 +283,25 @@ def _slower_compute(speed: SpeedChoice) -> str:
     return f"no op class computed faster in int8 {where}"
 
 
-def _quantize_summary(quantized: QuantizeResult, profile: Profile) -> str:
+def _quantize_summary(quantized: QuantizeResult, profile: Profile, in_target: bool) -> str:
     if profile.weights == "fp32" and profile.activations == "fp32":
         return "fp32: nothing to quantize"
     text = f"weights {profile.weights}"
     if profile.activations != "fp32":
         text += f", activations {profile.activations}"
+    if in_target:
+        return f"{text}: applied by the {profile.target} target's own tools, the graph stays fp32"
     return f"{text}: {len(quantized.nodes)} nodes lowered"
 
 
 def _write_bundle(name: str, quantized: QuantizeResult, partitions: list[Partition], profile: Profile,
                   source: SourceModel, report: BuildReport, pins: list[str], conversion: str | None, staging: Path,
-                  example: dict[str, np.ndarray], kept: Sequence[str] = ()) -> dict[str, Any]:
+                  example: dict[str, np.ndarray], expected: dict[str, np.ndarray], kept: Sequence[str] = ()
+                  ) -> dict[str, Any]:
     """Write the target's artefacts and the manifest into `staging`, replacing what an earlier attempt wrote."""
     for leftover in staging.iterdir():
         shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
-    bundle_input = BundleInput(quantized.model, name, profile.as_dict(), partitions, example)
+    bundle_input = BundleInput(quantized.model, name, profile.as_dict(), partitions, example, expected)
     report.partitions = TARGETS[profile.target].write(bundle_input, staging)
     manifest = _manifest(profile, source, quantized, report, pins, conversion, staging, kept)
     write_manifest(staging, manifest)

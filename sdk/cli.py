@@ -161,6 +161,9 @@ def _print_bundle(info: dict[str, Any]) -> None:
     summary.add_row("source", f"{escape(source['file'])}: {source['nodes']} nodes, {source['bytes']:,} bytes, "
                               f"sha256 {source['sha256'][:16]}...")
     summary.add_row("quantization", describe_quantization(manifest["quantization"]))
+    summary.add_row("placement", ", ".join(
+        f"{provider} {p['nodes']} nodes ({100 * p['share']:.0f}%, {p['partitions']} partition"
+        f"{'s' if p['partitions'] != 1 else ''})" for provider, p in info["placement"].items()))
     summary.add_row("fidelity", "not verified" if not manifest["fidelity"]
                     else escape(fidelity_summary(manifest["fidelity"])) + ("" if manifest["fidelity"]["passed"]
                                                                            else " [red](below tolerance, accepted)[/]"))

@@ -64,4 +64,16 @@ def describe_model(path: str | Path) -> dict[str, Any]:
 
 def describe_bundle(path: Path) -> dict[str, Any]:
     manifest = read_manifest(path)
-    return {"kind": "bundle", "path": str(path), "manifest": manifest}
+    return {"kind": "bundle", "path": str(path), "manifest": manifest, "placement": placement(manifest["partitions"])}
+
+
+def placement(partitions: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per provider, in first-use order: its nodes, their share of all nodes and its partition count."""
+    total = sum(p["nodes"] for p in partitions) or 1
+    found: dict[str, dict[str, float]] = {}
+    for part in partitions:
+        entry = found.setdefault(part["provider"], {"nodes": 0, "share": 0.0, "partitions": 0})
+        entry["nodes"] += part["nodes"]
+        entry["partitions"] += 1
+        entry["share"] = entry["nodes"] / total
+    return found

@@ -12,9 +12,12 @@ from .errors import EdgepackError
 
 TARGETS = ("generic", "web", "ios", "android", "embedded", "openvino")
 PROVIDERS = ("reference", "cpu", "neon", "wasm", "webgpu", "openvino", "coreml")
-WEIGHT_PRECISIONS = ("fp32", "fp16", "int8", "int4")
+WEIGHT_PRECISIONS = ("fp32", "fp16", "int8", "int4", "palette4", "palette6", "palette8")
+"""paletteN: N-bit lookup-table weights (k-means palettization), which CoreML builds apply with coremltools."""
 ACTIVATION_PRECISIONS = ("fp32", "fp16", "int8")
 MIN_OPSET, MAX_OPSET = 7, 23
+DEPLOYMENT_TARGETS = ("iOS16", "iOS17", "iOS18", "macOS13", "macOS14", "macOS15")
+"""CoreML minimum deployment targets: the ML Program opset a CoreML model may use."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class Profile:
     min_cosine_int4: float = 0.9
     """The cosine asked of builds with int4 weights."""
     max_abs_diff: float | None = None
+    deployment_target: str = "iOS16"
+    """The CoreML minimum deployment target (ios target)."""
     source: str = ""
     """Where the profile was read from: `builtin:NAME` or a file path."""
 
@@ -54,14 +59,15 @@ class Profile:
             "budgets": {"bundle_mb": self.bundle_mb, "peak_memory_mb": self.peak_memory_mb},
             "fidelity": {"min_cosine": self.min_cosine, "min_cosine_int8": self.min_cosine_int8,
                          "min_cosine_int4": self.min_cosine_int4, "max_abs_diff": self.max_abs_diff},
+            "coreml": {"deployment_target": self.deployment_target},
         }
 
     @property
     def required_cosine(self) -> float:
         """The least cosine a build of this precision must reach: the key of its coarsest number format."""
-        if self.weights == "int4":
+        if self.weights in ("int4", "palette4"):
             return self.min_cosine_int4
-        if "int8" in (self.weights, self.activations):
+        if "int8" in (self.weights, self.activations) or self.weights in ("palette6", "palette8"):
             return self.min_cosine_int8
         return self.min_cosine
 
@@ -119,6 +125,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
                  "min_cosine_int8": (_fraction, "a number from 0 to 1"),
                  "min_cosine_int4": (_fraction, "a number from 0 to 1"),
                  "max_abs_diff": (_positive, "a positive number")},
+    "coreml": {"deployment_target": _one_of(DEPLOYMENT_TARGETS)},
 }
 REQUIRED = ("name", "target", "providers")
 
@@ -194,6 +201,7 @@ def _validate(data: dict[str, Any], source: str) -> Profile:
         min_cosine_int8=flat.get("fidelity.min_cosine_int8", 0.99),
         min_cosine_int4=flat.get("fidelity.min_cosine_int4", 0.9),
         max_abs_diff=flat.get("fidelity.max_abs_diff"),
+        deployment_target=flat.get("coreml.deployment_target", "iOS16"),
         source=source,
     )
 

@@ -25,6 +25,8 @@ class BundleInput:
     """The model split per provider by the partitioner."""
     example: dict[str, np.ndarray]
     """One of the verify stage's sample inputs, for targets that ship an example run (the web demo)."""
+    expected: dict[str, np.ndarray]
+    """The fp32 source's outputs on `example`, for targets that ship a test against them (the Swift package)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Target:
     """Writes the artefacts into the staging folder and returns the partitions for the manifest."""
     precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})
     """The (weights, activations) precisions the target builds."""
+    applies_precision: bool = False
+    """The target lowers precision itself with its vendor's tools (CoreML): the quantize stage keeps fp32."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -45,14 +49,14 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 """fp16 compute (fp32 inputs and outputs), and int8 compute on int8 weights (static QDQ or dynamic MatMul)."""
 
 
-def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})
-             ) -> Callable[[Callable[[BundleInput, Path], list[dict[str, Any]]]],
-                                                  Callable[[BundleInput, Path], list[dict[str, Any]]]]:
+def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
+             applies_precision: bool = False) -> Callable[[Callable[[BundleInput, Path], list[dict[str, Any]]]],
+                                                          Callable[[BundleInput, Path], list[dict[str, Any]]]]:
     def decorate(write: Callable[[BundleInput, Path], list[dict[str, Any]]]
                  ) -> Callable[[BundleInput, Path], list[dict[str, Any]]]:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
-        TARGETS[name] = Target(name, summary, write, precisions)
+        TARGETS[name] = Target(name, summary, write, precisions, applies_precision)
         return write
 
     return decorate
@@ -75,4 +79,4 @@ def write_onnx_partition(part: Partition, staging: Path) -> dict[str, Any]:
             "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
 
 
-from . import embedded, generic, openvino, web  # noqa: E402,F401  (registration)
+from . import embedded, generic, mobile, openvino, web  # noqa: E402,F401  (registration)

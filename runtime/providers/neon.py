@@ -4,6 +4,7 @@ qemu-aarch64. For correctness only: emulated timings say nothing about speed on 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import onnx
 
@@ -15,9 +16,18 @@ from . import Options, Provider, register
 from .cpu_claims import CLAIMS
 
 
+def _command() -> list[str]:
+    return [str(qemu()), str(aarch64_runner())]
+
+
 def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
-    command = [str(qemu()), str(aarch64_runner())]
+    command = _command()
     return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, command))
+
+
+def load_plan(path: Path, options: Options) -> EmulatedSession:
+    """An `.epk` plan file (an iOS bundle's fallback partition), run as it is, at the shapes it was lowered for."""
+    return EmulatedSession(path.read_bytes(), _command())
 
 
 def _missing() -> str | None:
@@ -28,4 +38,4 @@ def _missing() -> str | None:
 
 
 PROVIDER = register(Provider("neon", "the C runtime core for ARM64 with NEON (run under qemu-aarch64 here)",
-                             Capability(CLAIMS), compile_partition, missing=_missing))
+                             Capability(CLAIMS), compile_partition, load=load_plan, missing=_missing))

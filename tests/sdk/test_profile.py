@@ -83,4 +83,5 @@ def test_profiles_command_marks_availability(cli) -> None:
     rows = {row["name"]: row for row in json.loads(result.out)}
     assert sorted(rows) == BUILTINS
     assert rows["generic"]["available"] is True
-    assert rows["iphone"]["available"] is False and "not built" in rows["iphone"]["unavailable_because"]
+    assert rows["iphone"]["available"] is True
+    assert rows["android"]["available"] is False and "not built" in rows["android"]["unavailable_because"]

@@ -9,6 +9,7 @@ from edgepack.errors import EdgepackError
 from .mil import coremltools
 
 PALETTES = {"palette4": 4, "palette6": 6, "palette8": 8}
+"""Lookup-table weights: each tensor's values become 2**N k-means centroids and N-bit indices."""
 WEIGHT_PRECISIONS = ("fp32", "fp16", "int8", *PALETTES)
 SMALLEST_COMPRESSED = 2048
 """Weights with fewer elements stay as they are (biases, norms): compressing them saves nothing and costs accuracy."""

@@ -13,6 +13,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgepack.errors import EdgepackError
+from edgepack.profile import DEPLOYMENT_TARGETS
 
 from ...capability import model_opsets
 from .compress import compress
@@ -20,7 +21,6 @@ from .context import Context, mil_name
 from .mil import coremltools, quiet
 from .ops import CONVERTERS
 
-DEPLOYMENT_TARGETS = ("iOS16", "iOS17", "iOS18", "macOS13", "macOS14", "macOS15")
 COMPUTE_PRECISIONS = ("fp16", "fp32")
 
 

@@ -1,0 +1,168 @@
+"""The ios target: a Swift package. CoreML partitions become `.mlpackage` resources (converted with coremltools'
+MIL builder, compressed as the profile's precision asks); the partitions CoreML cannot run become `.epk` plans for
+the NEON C core, which the package compiles as a C target. A typed Swift wrapper runs them in order."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from edgepack.runtime.native.epk import OPS, write
+from edgepack.runtime.providers.coreml.convert import to_mlpackage
+
+from .. import BundleInput, register, write_file
+from ..embedded import core_sources
+from ..plans import lowered, pinned_shapes
+from . import swift_api
+from .templates import render
+
+PRODUCT = "the Swift package"
+CORE_PROVIDER = "neon"
+WEIGHTS = ("fp32", "fp16", "int8", "palette4", "palette6", "palette8")
+PRECISIONS = frozenset({(weights, compute) for weights in WEIGHTS for compute in ("fp16", "fp32")}
+                       - {("fp16", "fp32")})
+"""Weights as stored in the .mlpackage, and CoreML's compute precision (fp16 weights imply fp16 compute)."""
+FIXED_SOURCES = ("EdgepackTensor.swift", "CoreMLStep.swift")
+
+
+@register("ios", "Swift package: CoreML .mlpackage partitions, NEON C core for the rest, typed async API, XCTest",
+          precisions=PRECISIONS, applies_precision=True)
+def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
+    from edgepack import __version__
+
+    model = swift_api.type_name(bundle.name.removesuffix(f"-{bundle.profile['name']}"))
+    pinned_shapes(bundle.model, PRODUCT)
+    inputs = swift_api.swift_ports(_values(bundle.model, bundle.model.graph.input))
+    outputs = swift_api.swift_ports(_values(bundle.model, bundle.model.graph.output))
+    sources = staging / "Sources" / model
+    entries, steps, plans = [], [], []
+    for part in bundle.partitions:
+        entry = {"id": part.id, "provider": part.provider, "inputs": part.inputs, "outputs": part.outputs,
+                 "nodes": part.nodes, "ops": part.ops}
+        if part.provider == "coreml":
+            entry.update(_write_coreml(part.model, sources / "Resources" / f"{part.id}.mlpackage", bundle.profile))
+            steps.append(swift_api.coreml_step(part.id, _version(sources / "Resources" / f"{part.id}.mlpackage"),
+                                               entry["options"]["features"]["inputs"],
+                                               entry["options"]["features"]["outputs"]))
+        else:
+            plan = lowered(part.model, pinned_shapes(part.model, PRODUCT), PRODUCT)
+            plans.append(plan)
+            write_file(sources / "Resources" / f"{part.id}.epk", write(plan))
+            entry["artifact"] = f"Sources/{model}/Resources/{part.id}.epk"
+            steps.append(swift_api.core_step(part.id, part.inputs, part.outputs))
+        entries.append(entry)
+    for entry in entries:
+        entry["artifact"] = entry.get("artifact") or f"Sources/{model}/Resources/{entry['id']}.mlpackage"
+
+    core = f"{model}Core" if plans else None
+    if core:
+        selection = core_sources.select(OPS[op.kind] for plan in plans for op in plan.ops)
+        _write_core(staging / "Sources" / core, selection)
+        write_file(sources / "CoreStep.swift", render("CoreStep.swift", CORE=core))
+    for name in FIXED_SOURCES:
+        write_file(sources / name, (Path(__file__).parent / "templates" / name).read_text())
+    description = f"{bundle.name}, built by edgepack {__version__}: {_placement(bundle)}"
+    write_file(sources / f"{model}.swift", swift_api.wrapper(model, description, steps, inputs, outputs))
+    write_file(staging / "Package.swift", render("Package.swift", MODEL=model, VERSION=__version__,
+                                                 PROFILE=bundle.profile["name"], TARGETS=_targets(model, core)))
+    _write_tests(staging / "Tests" / f"{model}Tests", model, bundle, inputs, outputs)
+    _write_readme(staging, model, bundle, inputs, outputs, entries, core, __version__)
+    return entries
+
+
+def _values(model: onnx.ModelProto, values: Any) -> list[tuple[str, str, tuple[int, ...]]]:
+    initializers = {t.name for t in model.graph.initializer}
+    found = []
+    for value in values:
+        if value.name in initializers:
+            continue
+        tensor_type = value.type.tensor_type
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name
+        found.append((value.name, dtype, tuple(d.dim_value for d in tensor_type.shape.dim)))
+    return found
+
+
+def _write_coreml(model: onnx.ModelProto, path: Path, profile: dict[str, Any]) -> dict[str, Any]:
+    """Convert a partition into `path`; its manifest fields (the options say how it was converted and name its
+    CoreML features)."""
+    options = {"deployment_target": profile.get("coreml", {}).get("deployment_target", "iOS16"),
+               "compute_precision": profile["precision"]["activations"],
+               "weights": profile["precision"]["weights"]}
+    conversion = to_mlpackage(model, path, options)
+    features = {"inputs": conversion.inputs, "outputs": conversion.outputs, "dtypes": conversion.dtypes}
+    return {"options": {**options, "features": features}}
+
+
+def _version(package: Path) -> str:
+    """A short digest of the package's files, naming its compiled copy on the device."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in package.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _placement(bundle: BundleInput) -> str:
+    coreml = sum(p.nodes for p in bundle.partitions if p.provider == "coreml")
+    total = sum(p.nodes for p in bundle.partitions) or 1
+    return (f"{coreml} of {total} nodes on CoreML, {total - coreml} on the NEON C core "
+            f"({len(bundle.partitions)} partition{'s' if len(bundle.partitions) != 1 else ''}).")
+
+
+def _targets(model: str, core: str | None) -> str:
+    lines = []
+    if core:
+        lines.append(f'        .target(name: "{core}", path: "Sources/{core}"),')
+    dependencies = f'dependencies: ["{core}"], ' if core else ""
+    lines.append(f'        .target(name: "{model}", {dependencies}path: "Sources/{model}", '
+                 'resources: [.copy("Resources")]),')
+    lines.append(f'        .testTarget(name: "{model}Tests", dependencies: ["{model}"], path: "Tests/{model}Tests", '
+                 'resources: [.copy("Resources")]),')
+    return "\n".join(lines)
+
+
+def _write_core(folder: Path, selection: core_sources.CoreSelection) -> None:
+    """The C core's files the plans need, in their own layout (edgepack.h under include/, SwiftPM's public
+    headers), with the kernel registry trimmed to the plans' ops."""
+    for relative in selection.files:
+        write_file(folder / relative, (core_sources.NATIVE / relative).read_text())
+    write_file(folder / "kernels" / "registry.c", core_sources.registry_source(selection.kernels))
+
+
+def _write_tests(folder: Path, model: str, bundle: BundleInput, inputs: list[swift_api.SwiftPort],
+                 outputs: list[swift_api.SwiftPort]) -> None:
+    for kind, ports, values in (("input", inputs, bundle.example), ("expected", outputs, bundle.expected)):
+        for port in ports:
+            array = np.ascontiguousarray(values[port.name], dtype=port.dtype)
+            write_file(folder / "Resources" / f"{swift_api.stored_name(kind, port)}.bin", array.tobytes())
+    cosine = str(bundle.profile["fidelity"]["min_cosine"])
+    write_file(folder / f"{model}Tests.swift", render("Tests.swift", MODEL=model, MIN_COSINE=cosine,
+                                                      ARGUMENTS=swift_api.test_arguments(inputs),
+                                                      CHECKS=swift_api.test_checks(outputs)))
+
+
+def _write_readme(staging: Path, model: str, bundle: BundleInput, inputs: list[swift_api.SwiftPort],
+                  outputs: list[swift_api.SwiftPort], entries: list[dict[str, Any]], core: str | None,
+                  version: str) -> None:
+    precision = bundle.profile["precision"]
+    artefacts = "\n".join(f"  - `{Path(e['artifact']).name}`: {e['nodes']} nodes on "
+                          f"{'CoreML' if e['provider'] == 'coreml' else 'the NEON C core'}" for e in entries)
+    core_note = (f"- `Sources/{core}/`: the edgepack C core, trimmed to the kernels of the `.epk` plans; it runs the "
+                 "partitions CoreML cannot (NEON on ARM64 devices).") if core else ""
+    write_file(staging / "README.md", render(
+        "README.md", MODEL=model, SOURCE=bundle.name.removesuffix(f"-{bundle.profile['name']}"), VERSION=version,
+        PROFILE=bundle.profile["name"], PLACEMENT=_placement(bundle),
+        SNIPPET=swift_api.snippet(model, inputs, outputs),
+        INPUT_LIST="\n".join(f"- `{p.ident}` (`{p.name}`): {p.describe()}" for p in inputs),
+        OUTPUT_LIST="\n".join(f"- `{p.ident}` / `{p.ident}Values` (`{p.name}`): {p.describe()}" for p in outputs),
+        ARTEFACTS=artefacts, CORE_NOTE=core_note, MIN_COSINE=str(bundle.profile["fidelity"]["min_cosine"]),
+        WEIGHTS=_weights_text(precision["weights"]), COMPUTE=precision["activations"]))
+
+
+def _weights_text(weights: str) -> str:
+    return {"fp32": "float32", "fp16": "float16", "int8": "int8, linear symmetric per channel (coremltools)",
+            }.get(weights, f"{weights.removeprefix('palette')}-bit palettized (k-means lookup tables, coremltools)")

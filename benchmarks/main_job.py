@@ -18,8 +18,9 @@ from edgepack import samples
 from edgepack.build import target_available
 from edgepack.profile import builtin_names
 
-FIXED_SHAPES = {"embedded", "web"}
-"""Targets whose plans are lowered for fixed input shapes: every input is pinned to its sample's shape."""
+FIXED_SHAPES = {"embedded", "web", "ios"}
+"""Targets whose plans (and CoreML programs) are built for fixed input shapes: every input is pinned to its sample's
+shape."""
 
 
 def main() -> int:

@@ -30,7 +30,8 @@ p50 is the median of its block medians; the ratio is edgepack / onnxruntime-web 
 ratios. Target: <= 1.5x. `performance.now()` in a page that is not cross-origin isolated has 0.1 ms resolution.
 max |diff| compares the two sides' outputs of their first latency call.
 
-webgpu: the same bundle with `providers: ["webgpu", "wasm"]` in a fresh tab, --gpu-runs timed calls after the first;
+webgpu: the same bundle with `providers: ["webgpu", "wasm"]` in a fresh tab, --gpu-runs timed calls after the first
+(--gpu-runs -1 leaves the column out);
 p50. Headless Chromium's WebGPU is SwiftShader, a CPU rasterizer: this column checks that the WebGPU path runs and
 gives the right numbers (its max |diff| is against onnxruntime-web); it does not measure GPU speed.
 
@@ -164,6 +165,8 @@ def measure(runner: Runner, case: Case, args: argparse.Namespace, console: Conso
     finally:
         for page in pages.values():
             page.close()
+    if args.gpu_runs < 0:
+        return row
     page = browser.page()
     try:
         result = runner.call("edgepack", page, case, args.gpu_runs, ["webgpu", "wasm"])
@@ -190,6 +193,8 @@ def gpu_cell(row: Measured) -> str:
     if row.gpu_error:
         return "error"
     on_gpu = sum(p == "webgpu" for p in row.gpu_providers)
+    if row.gpu_p50 is None:
+        return "skipped"
     return f"{row.gpu_p50:.1f} ({on_gpu}/{len(row.gpu_providers)} on gpu)"
 
 
@@ -246,7 +251,7 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3, help="fresh tabs per side for the cold start (default: 3)")
     parser.add_argument("--gpu-runs", type=int, default=1,
                         help="timed WebGPU calls after the first (default: 1; ppocr-det takes about a minute a call "
-                             "on SwiftShader here)")
+                             "on SwiftShader here; -1 skips the WebGPU column)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
     args = parser.parse_args()
 

@@ -90,7 +90,8 @@ typedef float ep_v8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
 typedef int32_t ep_m8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
 
 /* Macros, not functions: passing vectors by value would tie the code to one vector ABI. */
-#define splat(x) ((ep_v8){0} + (float)(x))
+/* x + -0 is x for every x (+0 + 0 would turn -0 into +0), so the compiler drops the add: a bare splat. */
+#define splat(x) ((float)(x) + -(ep_v8){0})
 #define select_where(mask, yes, no) ((ep_v8)(((ep_m8)(yes) & (mask)) | ((ep_m8)(no) & ~(mask))))
 
 static void clamp(ep_v8 *v, float low, float high) {

@@ -295,6 +295,43 @@ static void depthwise(const conv_shape *s, const float *x, const float *w, float
     }
 }
 
+/* Panels read in place (no im2col) need stride 1 along rows and scratch for one packed panel (the panels at the
+   edges) and the offsets after it: the offset of each row (c, ky, kx) of the im2col matrix from its panel's
+   first input element. NULL when the conv cannot run so, or is 1x1: there each row of B is its own input plane,
+   K streams too many for the caches to follow, and packed panels are faster. */
+static int32_t *direct_offsets(const conv_shape *s, const ep_context *ctx) {
+    int64_t k = s->cg * s->kh * s->kw;
+    if (s->sw != 1 || s->kh * s->kw == 1 || (size_t)(k * (EP_GEMM_NR + 1)) > ctx->scratch_floats ||
+        (s->cg * s->h + s->kh * s->dh) * s->w + s->kw * s->dw > INT32_MAX)
+        return 0;
+    int32_t *offsets = (int32_t *)(void *)(ctx->scratch + k * EP_GEMM_NR);
+    int64_t kk = 0;
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t ky = 0; ky < s->kh; ky++)
+            for (int64_t kx = 0; kx < s->kw; kx++)
+                offsets[kk++] = (int32_t)((c * s->h + ky * s->dh) * s->w + kx * s->dw);
+    return offsets;
+}
+
+/* One group's product panel by panel: a full panel in one output row whose taps are all inside the input is read
+   in place; the others are packed first. */
+static void run_direct(const conv_shape *s, const float *xg, const float *wg, float *yg, const int32_t *offsets,
+                       const ep_epilogue *e, const ep_context *ctx) {
+    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw;
+    for (int64_t n0 = 0; n0 < ohw; n0 += EP_GEMM_NR) {
+        int64_t cols = ohw - n0 < EP_GEMM_NR ? ohw - n0 : EP_GEMM_NR;
+        int64_t oy = n0 / s->ow, ox = n0 % s->ow;
+        int64_t iy = oy * s->sh - s->pt, ix = ox - s->pl;
+        if (cols == EP_GEMM_NR && ox + EP_GEMM_NR <= s->ow && iy >= 0 && iy + (s->kh - 1) * s->dh < s->h &&
+            ix >= 0 && ix + EP_GEMM_NR - 1 + (s->kw - 1) * s->dw < s->w) {
+            ep_gemm_direct(s->mg, k, wg, k, 1, xg + iy * s->w + ix, offsets, yg + n0, ohw, e);
+            continue;
+        }
+        pack_im2col(ctx->scratch, xg, s, n0, cols);
+        ep_gemm_packed(s->mg, k, cols, wg, k, 1, ctx->scratch, yg + n0, ohw, e);
+    }
+}
+
 static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
     conv_shape s = {0};
     char unused[EP_ERROR_CAPACITY];
@@ -311,6 +348,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
         return EP_OK;
     }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
+    int32_t *offsets = direct_offsets(&s, ctx);
     for (int64_t b = 0; b < s.n; b++) {
         for (int64_t g = 0; g < s.group; g++) {
             const float *xg = x + (b * s.c + g * s.cg) * hw;
@@ -320,6 +358,10 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
                 continue;
             }
             ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
+            if (offsets) {
+                run_direct(&s, xg, w + g * s.mg * k, yg, offsets, &e, ctx);
+                continue;
+            }
             for (int64_t n0 = 0; n0 < ohw; n0 += block) {
                 int64_t nb = ohw - n0 < block ? ohw - n0 : block;
                 if (is_pointwise(&s)) ep_pack_strided(ctx->scratch, xg, k, n0, nb, hw, 1);

@@ -120,11 +120,12 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     return 0;
 }
 
-static int store_vector(ep_v8 all[EP_GEMM_MR][2], int64_t i0, float *c, int64_t ldc, const ep_epilogue *e) {
+static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t i0, float *c, int64_t ldc,
+                        const ep_epilogue *e) {
     for (int r = 0; r < EP_GEMM_MR; r++) {
         float *out = c + (i0 + r) * ldc;
         ep_v8 bias = splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
-        for (int h = 0; h < 2; h++) {
+        for (int h = 0; h < EP_GEMM_NV; h++) {
             ep_v8 v = all[r][h] * splat(e->alpha) + bias;
             if (e->accumulate) {
                 ep_v8 old;
@@ -138,41 +139,46 @@ static int store_vector(ep_v8 all[EP_GEMM_MR][2], int64_t i0, float *c, int64_t 
     return 1;
 }
 
-static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel, int64_t i0,
-                         int64_t rows_left, int64_t cols, float *c, int64_t ldc, const ep_epilogue *e) {
-    ep_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-    ep_v8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
-    const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3], *r4 = rows[4], *r5 = rows[5];
+/* B's row kk: a packed panel's (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1); inlined into
+   each caller with `direct` a constant. */
+static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
+                                                               const float *b, const int32_t *offsets, int direct,
+                                                               int64_t i0, int64_t rows_left, int64_t cols, float *c,
+                                                               int64_t ldc, const ep_epilogue *e) {
+    ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
+    for (int r = 0; r < EP_GEMM_MR; r++)
+        for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = splat(0.0f);
+    const float *row[EP_GEMM_MR];
+    for (int r = 0; r < EP_GEMM_MR; r++) row[r] = rows[r];
     for (int64_t kk = 0; kk < k; kk++) {
-        ep_v8 b0, b1;
-        __builtin_memcpy(&b0, panel + kk * EP_GEMM_NR, sizeof b0);
-        __builtin_memcpy(&b1, panel + kk * EP_GEMM_NR + EP_GEMM_LANES, sizeof b1);
+        const float *bk = direct ? b + offsets[kk] : b + kk * EP_GEMM_NR;
+        ep_v8 bv[EP_GEMM_NV];
+        for (int h = 0; h < EP_GEMM_NV; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;
-        ep_v8 a;
-        a = splat(r0[at]); c00 += a * b0; c01 += a * b1;
-        a = splat(r1[at]); c10 += a * b0; c11 += a * b1;
-        a = splat(r2[at]); c20 += a * b0; c21 += a * b1;
-        a = splat(r3[at]); c30 += a * b0; c31 += a * b1;
-        a = splat(r4[at]); c40 += a * b0; c41 += a * b1;
-        a = splat(r5[at]); c50 += a * b0; c51 += a * b1;
+        for (int r = 0; r < EP_GEMM_MR; r++) {
+            ep_v8 a = splat(row[r][at]);
+            for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] += a * bv[h];
+        }
     }
-    ep_v8 all[EP_GEMM_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    if (rows_left == EP_GEMM_MR && cols == EP_GEMM_NR && store_vector(all, i0, c, ldc, e)) return;
-    float acc[EP_GEMM_MR][EP_GEMM_NR];
-    for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(acc[r], all[r], sizeof all[r]);
-    store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i0, c, ldc, e);
+    if (rows_left == EP_GEMM_MR && cols == EP_GEMM_NR && store_vector(acc, i0, c, ldc, e)) return;
+    float tile[EP_GEMM_MR][EP_GEMM_NR];
+    for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(tile[r], acc[r], sizeof acc[r]);
+    store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e);
 }
 #else
-static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *panel, int64_t i0,
-                         int64_t rows_left, int64_t cols, float *c, int64_t ldc, const ep_epilogue *e) {
+static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, const int32_t *offsets,
+                         int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c, int64_t ldc,
+                         const ep_epilogue *e) {
     float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;
-    for (int64_t kk = 0; kk < k; kk++)
+    for (int64_t kk = 0; kk < k; kk++) {
+        const float *bk = direct ? b + offsets[kk] : b + kk * EP_GEMM_NR;
         for (int r = 0; r < EP_GEMM_MR; r++) {
             float a = rows[r][kk * a_col];
-            for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * panel[kk * EP_GEMM_NR + j];
+            for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * bk[j];
         }
+    }
     store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i0, c, ldc, e);
 }
 #endif
@@ -208,7 +214,17 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
             int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
             const float *rows[EP_GEMM_MR];
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-            micro_kernel(k, rows, a_col, panel, i, rows_left, cols, c + p, ldc, epilogue);
+            micro_kernel(k, rows, a_col, panel, 0, 0, i, rows_left, cols, c + p, ldc, epilogue);
         }
+    }
+}
+
+void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,
+                    const int32_t *offsets, float *c, int64_t ldc, const ep_epilogue *epilogue) {
+    for (int64_t i = 0; i < m; i += EP_GEMM_MR) {
+        int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
+        const float *rows[EP_GEMM_MR];
+        for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
+        micro_kernel(k, rows, a_col, b, offsets, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
     }
 }

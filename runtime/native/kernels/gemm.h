@@ -5,13 +5,27 @@
 
 #include "../ep_internal.h"
 
+/* Lanes per vector, vectors per panel row (NR = NV * LANES columns) and rows per tile (MR): MR * NV accumulators
+   must fit the vector registers with room for the B vectors and a splat of A. WebAssembly SIMD128 runs on the
+   engine's 16 (x64) or 32 (arm64) 128-bit registers, one of them held as scratch by V8. */
 #if defined(__AVX512F__)
 #define EP_GEMM_LANES 16
+#define EP_GEMM_MR 6
+#elif defined(__wasm_simd128__)
+#ifndef EP_GEMM_LANES
+#define EP_GEMM_LANES 4
+#endif
+#ifndef EP_GEMM_MR
+#define EP_GEMM_MR 4
+#endif
 #else
 #define EP_GEMM_LANES 8
-#endif
-#define EP_GEMM_NR (2 * EP_GEMM_LANES)
 #define EP_GEMM_MR 6
+#endif
+#ifndef EP_GEMM_NV
+#define EP_GEMM_NV 2
+#endif
+#define EP_GEMM_NR (EP_GEMM_NV * EP_GEMM_LANES)
 #define EP_GEMM_BLOCK 256
 
 enum { EP_ACT_NONE, EP_ACT_RELU, EP_ACT_CLIP, EP_ACT_HARD_SWISH, EP_ACT_HARD_SIGMOID, EP_ACT_LEAKY_RELU,
@@ -39,6 +53,11 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
 /* C[0:M, 0:nb] (+)= alpha * A[M, K] x packed B, then bias and activation; A is strided, C has leading dim ldc. */
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
+
+/* C[0:M, 0:NR] (one full panel of columns) (+)= alpha * A x B, row kk of B read in place: the NR floats at
+   b + offsets[kk] (a conv's input, without im2col), then bias and activation. */
+void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,
+                    const int32_t *offsets, float *c, int64_t ldc, const ep_epilogue *epilogue);
 
 /* The same product with C written transposed (element (i, j) at c[j * ldc + i]) and the bias per column: for
    products with few rows of output, computed as the transpose so panels are full. */

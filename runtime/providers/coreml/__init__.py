@@ -14,7 +14,7 @@ import onnx
 
 from ...capability import Capability, OpClaim, Values
 from .. import Options, Provider, register
-from .convert import to_mlpackage
+from .convert import CONSTANT_FORMS, to_mlpackage
 from .evaluate import MilEvaluator, load_program
 from .mil import coremltools, missing
 from .ops import CONVERTERS, Converter, Limit
@@ -37,8 +37,15 @@ def typed(converter: Converter) -> Limit:
     return check
 
 
+def constant_limit(node: onnx.NodeProto, values: Values) -> str | None:
+    forms = ("value", *CONSTANT_FORMS)
+    return None if node.attribute and node.attribute[0].name in forms else f"only {', '.join(forms)} constants"
+
+
 def claims() -> list[OpClaim]:
-    return [OpClaim(c.op_type, opsets=c.opsets, limit=typed(c)) for c in CONVERTERS.values()]
+    """Each converter's op, and Constant (folded into the values at conversion)."""
+    return [OpClaim("Constant", limit=constant_limit),
+            *(OpClaim(c.op_type, opsets=c.opsets, limit=typed(c)) for c in CONVERTERS.values())]
 
 
 class CoremlPartition:

@@ -91,8 +91,7 @@ def to_mlpackage(model: onnx.ModelProto, path: Path, options: Mapping[str, Any])
 
 def _convert_node(context: Context, node: onnx.NodeProto) -> None:
     if node.op_type == "Constant":
-        tensor = next(a.t for a in node.attribute if a.name == "value")
-        context.values[node.output[0]] = numpy_helper.to_array(tensor)
+        context.values[node.output[0]] = constant_value(node)
         return
     converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
     if converter is None:
@@ -100,6 +99,18 @@ def _convert_node(context: Context, node: onnx.NodeProto) -> None:
                             fix="leave the node to the fallback provider (the partitioner does this from the coreml "
                                 "provider's claims)")
     converter.convert(context, node)
+
+
+CONSTANT_FORMS = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
+                  "value_ints": np.int64}
+
+
+def constant_value(node: onnx.NodeProto) -> np.ndarray:
+    """A Constant node's value: a tensor, or a float/int (list) attribute."""
+    attr = node.attribute[0]
+    if attr.name == "value":
+        return numpy_helper.to_array(attr.t)
+    return np.array(onnx.helper.get_attribute_value(attr), dtype=CONSTANT_FORMS[attr.name])
 
 
 def _outputs(context: Context, graph: onnx.GraphProto) -> tuple[list[Any], dict[str, str]]:

@@ -14,6 +14,11 @@ SAME_NAME = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp",
              "Softplus": "softplus", "Sin": "sin", "Cos": "cos"}
 
 
+def scalar(ctx: Context, value: float, like: object) -> np.ndarray:
+    """An attribute as a scalar of the data's float type (MIL's alpha and beta take x's type)."""
+    return ctx.like(np.float32(value), like)
+
+
 @converts(*SAME_NAME)
 def same_name(ctx: Context, node: onnx.NodeProto) -> None:
     ctx.set(node, getattr(ctx.mb, SAME_NAME[node.op_type])(x=ctx.input(node, 0), name=ctx.name(node)))
@@ -38,31 +43,35 @@ def reciprocal(ctx: Context, node: onnx.NodeProto) -> None:
 
 @converts("LeakyRelu")
 def leaky_relu(ctx: Context, node: onnx.NodeProto) -> None:
-    ctx.set(node, ctx.mb.leaky_relu(x=ctx.input(node, 0), alpha=float(ctx.attr(node, "alpha", 0.01)),
-                                    name=ctx.name(node)))
+    x = ctx.input(node, 0)
+    ctx.set(node, ctx.mb.leaky_relu(x=x, alpha=scalar(ctx, ctx.attr(node, "alpha", 0.01), x), name=ctx.name(node)))
 
 
 @converts("Elu")
 def elu(ctx: Context, node: onnx.NodeProto) -> None:
-    ctx.set(node, ctx.mb.elu(x=ctx.input(node, 0), alpha=float(ctx.attr(node, "alpha", 1.0)), name=ctx.name(node)))
+    x = ctx.input(node, 0)
+    ctx.set(node, ctx.mb.elu(x=x, alpha=scalar(ctx, ctx.attr(node, "alpha", 1.0), x), name=ctx.name(node)))
 
 
 @converts("ThresholdedRelu")
 def thresholded_relu(ctx: Context, node: onnx.NodeProto) -> None:
-    ctx.set(node, ctx.mb.thresholded_relu(x=ctx.input(node, 0), alpha=float(ctx.attr(node, "alpha", 1.0)),
+    x = ctx.input(node, 0)
+    ctx.set(node, ctx.mb.thresholded_relu(x=x, alpha=scalar(ctx, ctx.attr(node, "alpha", 1.0), x),
                                           name=ctx.name(node)))
 
 
 @converts("HardSigmoid")
 def hard_sigmoid(ctx: Context, node: onnx.NodeProto) -> None:
-    ctx.set(node, ctx.mb.sigmoid_hard(x=ctx.input(node, 0), alpha=float(ctx.attr(node, "alpha", 0.2)),
-                                      beta=float(ctx.attr(node, "beta", 0.5)), name=ctx.name(node)))
+    x = ctx.input(node, 0)
+    ctx.set(node, ctx.mb.sigmoid_hard(x=x, alpha=scalar(ctx, ctx.attr(node, "alpha", 0.2), x),
+                                      beta=scalar(ctx, ctx.attr(node, "beta", 0.5), x), name=ctx.name(node)))
 
 
 @converts("HardSwish")
 def hard_swish(ctx: Context, node: onnx.NodeProto) -> None:
     x, name = ctx.input(node, 0), ctx.name(node)
-    gate = ctx.mb.sigmoid_hard(x=x, alpha=1.0 / 6.0, beta=0.5, name=ctx.unique(f"{name}_gate"))
+    gate = ctx.mb.sigmoid_hard(x=x, alpha=scalar(ctx, 1 / 6, x), beta=scalar(ctx, 0.5, x),
+                               name=ctx.unique(f"{name}_gate"))
     ctx.set(node, ctx.mb.mul(x=x, y=gate, name=name))
 
 
@@ -91,7 +100,7 @@ def clip(ctx: Context, node: onnx.NodeProto) -> None:
     low = None if low is None else float(low)
     high = None if high is None else float(high)
     if low is not None and high is not None:
-        ctx.set(node, ctx.mb.clip(x=x, alpha=low, beta=high, name=ctx.name(node)))
+        ctx.set(node, ctx.mb.clip(x=x, alpha=scalar(ctx, low, x), beta=scalar(ctx, high, x), name=ctx.name(node)))
     elif low is not None:
         ctx.set(node, ctx.mb.maximum(x=x, y=ctx.like(np.float32(low), x), name=ctx.name(node)))
     elif high is not None:

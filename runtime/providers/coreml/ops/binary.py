@@ -26,8 +26,20 @@ def operands(ctx: Context, node: onnx.NodeProto) -> tuple[object, object]:
 
 @converts(*ARITHMETIC)
 def arithmetic(ctx: Context, node: onnx.NodeProto) -> None:
+    """Two inputs; Max and Min take one or more, combined pairwise from the left."""
+    op, name = getattr(ctx.mb, ARITHMETIC[node.op_type]), ctx.name(node)
+    if len(node.input) != 2:
+        result = ctx.input(node, 0)
+        for index in range(1, len(node.input)):
+            y = ctx.input(node, index)
+            x, y = (ctx.like(result, y) if isinstance(result, np.ndarray) else result,
+                    ctx.like(y, result) if isinstance(y, np.ndarray) else y)
+            last = index == len(node.input) - 1
+            result = op(x=x, y=y, name=name if last else ctx.unique(f"{name}_{index}"))
+        ctx.set(node, result if len(node.input) > 1 else ctx.mb.identity(x=result, name=name))
+        return
     x, y = operands(ctx, node)
-    ctx.set(node, getattr(ctx.mb, ARITHMETIC[node.op_type])(x=x, y=y, name=ctx.name(node)))
+    ctx.set(node, op(x=x, y=y, name=name))
 
 
 @converts(*COMPARISON, types=frozenset({"float32", "float16", "bool"}))

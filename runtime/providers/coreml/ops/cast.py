@@ -47,6 +47,9 @@ def cast(ctx: Context, node: onnx.NodeProto) -> None:
     if fold(ctx, node, lambda data, *_: data.astype(target)):
         return
     x = ctx.input(node, 0)
+    if isinstance(x, np.ndarray):
+        ctx.set(node, x.astype(target))
+        return
     if np.dtype(ctx.types.nptype_from_builtin(x.dtype)) == target:
         ctx.set(node, ctx.mb.identity(x=x, name=ctx.name(node)))
         return

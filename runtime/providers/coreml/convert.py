@@ -4,7 +4,7 @@ then `mlprogram` with the profile's deployment target, compute precision and wei
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,15 @@ def to_mlpackage(model: onnx.ModelProto, path: Path, options: Mapping[str, Any])
         mlmodel = compress(mlmodel, options.get("weights", precision))
         mlmodel.short_description = f"{model.graph.name or 'model'}, converted by edgepack"
         mlmodel.save(str(path))
-    return conversion
+    return _as_saved(conversion, mlmodel.get_spec().description)
+
+
+def _as_saved(conversion: Conversion, description: Any) -> Conversion:
+    """The feature names as saved: coremltools renames some (a `state` input becomes `state_workaround`), keeping
+    the order of the program's inputs and outputs."""
+    inputs = dict(zip(conversion.inputs, (feature.name for feature in description.input)))
+    outputs = dict(zip(conversion.outputs, (feature.name for feature in description.output)))
+    return replace(conversion, inputs=inputs, outputs=outputs)
 
 
 def _convert_node(context: Context, node: onnx.NodeProto) -> None:

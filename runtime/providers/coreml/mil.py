@@ -7,6 +7,7 @@ import contextlib
 import io
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -21,8 +22,11 @@ def coremltools() -> ModuleType:
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """coremltools' own progress bars and notices (its MIL pass pipelines print to stderr) are left out."""
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+    """coremltools' own progress bars and notices (its MIL pass pipelines print to stderr, and it warns of the
+    names it changes, which edgepack follows) are left out."""
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         yield
 
 

@@ -21,6 +21,7 @@ from edgepack.runtime.native.build import AARCH64_CC, NATIVE
 from edgepack.runtime.native.emulated import EmulatedSession, qemu
 from edgepack.runtime.providers.coreml import load_mlpackage
 from edgepack.runtime.providers.coreml.convert import to_mlpackage
+from edgepack.runtime.providers.coreml.evaluate import MilEvaluator, load_program
 from edgepack.runtime.providers.coreml.mil import coremltools
 from tests.output_error import relative_error
 
@@ -109,14 +110,16 @@ def test_partitions_chain_to_the_source_outputs(ios_builds: IosBuilds, arm64_run
     assert manifest["fidelity"]["passed"]
 
 
+@pytest.mark.macos
 @pytest.mark.skipif(platform.system() != "Darwin", reason="CoreML prediction only exists on macOS; on Linux the "
                                                          "saved program is evaluated with numpy instead")
-def test_coreml_prediction_matches_the_numpy_evaluation(ios_builds: IosBuilds) -> None:
-    bundle = ios_builds.bundle("tiny-if")
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    feeds = ios_builds.feeds("tiny-if")
-    on_coreml = Session(bundle).run(feeds)
-    expected = Session(samples.path("tiny-if"), providers=["reference"]).run(feeds)
-    for name, reference in expected.items():
-        assert relative_error(reference, on_coreml[name]) < FP16_TOLERANCE, name
-    assert manifest["fidelity"]["passed"]
+def test_coreml_prediction_matches_the_numpy_evaluation(tmp_path: Path) -> None:
+    model = convs()
+    to_mlpackage(model, tmp_path / "convs.mlpackage", {"weights": "fp16", "compute_precision": "fp16"})
+    x = np.random.default_rng(2).standard_normal((1, 64, 16, 16)).astype(np.float32)
+    on_coreml = load_mlpackage(tmp_path / "convs.mlpackage", {"features": {"inputs": {"x": "x"},
+                                                                          "outputs": {"r3": "r3"}}}).run({"x": x})
+    evaluated = MilEvaluator(load_program(tmp_path / "convs.mlpackage")).run({"x": x})
+    expected = Session(model, providers=["reference"]).run({"x": x})
+    assert relative_error(expected["r3"], on_coreml["r3"]) < FP16_TOLERANCE
+    assert relative_error(evaluated["r3"], on_coreml["r3"]) < FP16_TOLERANCE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from ....capability import Values, attribute
+from ....capability import Values
 from ..context import Context
 from . import converts
 
@@ -46,7 +46,3 @@ def conv(ctx: Context, node: onnx.NodeProto) -> None:
     ctx.set(node, ctx.mb.conv(x=x, weight=weight, groups=int(ctx.attr(node, "group", 1)),
                               **window(ctx, node, spatial), **padding(ctx, node, spatial), **extra,
                               name=ctx.name(node)))
-
-
-def auto_pad_of(node: onnx.NodeProto) -> str:
-    return str(attribute(node, "auto_pad", "NOTSET"))

@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import onnx
 
+from edgepack.manifest import describe_values, real_inputs
 from edgepack.runtime.native.epk import OPS, write
 from edgepack.runtime.providers.coreml.convert import to_mlpackage
 
 from .. import BundleInput, register, write_file
 from ..embedded import core_sources
 from ..plans import lowered, pinned_shapes
-from . import swift_api
+from . import swift_api, templates
 from .templates import render
 
 PRODUCT = "the Swift package"
@@ -36,27 +37,25 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
 
     model = swift_api.type_name(bundle.name.removesuffix(f"-{bundle.profile['name']}"))
     pinned_shapes(bundle.model, PRODUCT)
-    inputs = swift_api.swift_ports(_values(bundle.model, bundle.model.graph.input))
-    outputs = swift_api.swift_ports(_values(bundle.model, bundle.model.graph.output))
+    inputs = swift_api.swift_ports(_values(real_inputs(bundle.model.graph)))
+    outputs = swift_api.swift_ports(_values(bundle.model.graph.output))
     sources = staging / "Sources" / model
     entries, steps, plans = [], [], []
     for part in bundle.partitions:
-        entry = {"id": part.id, "provider": part.provider, "inputs": part.inputs, "outputs": part.outputs,
-                 "nodes": part.nodes, "ops": part.ops}
+        artifact = f"Sources/{model}/Resources/{part.id}{'.mlpackage' if part.provider == 'coreml' else '.epk'}"
+        entry = {"id": part.id, "provider": part.provider, "artifact": artifact, "inputs": part.inputs,
+                 "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
         if part.provider == "coreml":
-            entry.update(_write_coreml(part.model, sources / "Resources" / f"{part.id}.mlpackage", bundle.profile))
-            steps.append(swift_api.coreml_step(part.id, _version(sources / "Resources" / f"{part.id}.mlpackage"),
-                                               entry["options"]["features"]["inputs"],
-                                               entry["options"]["features"]["outputs"]))
+            entry.update(_write_coreml(part.model, staging / artifact, bundle.profile))
+            features = entry["options"]["features"]
+            steps.append(swift_api.coreml_step(part.id, _version(staging / artifact), features["inputs"],
+                                               features["outputs"]))
         else:
             plan = lowered(part.model, pinned_shapes(part.model, PRODUCT), PRODUCT)
             plans.append(plan)
-            write_file(sources / "Resources" / f"{part.id}.epk", write(plan))
-            entry["artifact"] = f"Sources/{model}/Resources/{part.id}.epk"
+            write_file(staging / artifact, write(plan))
             steps.append(swift_api.core_step(part.id, part.inputs, part.outputs))
         entries.append(entry)
-    for entry in entries:
-        entry["artifact"] = entry.get("artifact") or f"Sources/{model}/Resources/{entry['id']}.mlpackage"
 
     core = f"{model}Core" if plans else None
     if core:
@@ -64,7 +63,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         _write_core(staging / "Sources" / core, selection)
         write_file(sources / "CoreStep.swift", render("CoreStep.swift", CORE=core))
     for name in FIXED_SOURCES:
-        write_file(sources / name, (Path(__file__).parent / "templates" / name).read_text())
+        write_file(sources / name, (templates.FOLDER / name).read_text())
     description = f"{bundle.name}, built by edgepack {__version__}: {_placement(bundle)}"
     write_file(sources / f"{model}.swift", swift_api.wrapper(model, description, steps, inputs, outputs))
     write_file(staging / "Package.swift", render("Package.swift", MODEL=model, VERSION=__version__,
@@ -74,16 +73,9 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _values(model: onnx.ModelProto, values: Any) -> list[tuple[str, str, tuple[int, ...]]]:
-    initializers = {t.name for t in model.graph.initializer}
-    found = []
-    for value in values:
-        if value.name in initializers:
-            continue
-        tensor_type = value.type.tensor_type
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name
-        found.append((value.name, dtype, tuple(d.dim_value for d in tensor_type.shape.dim)))
-    return found
+def _values(values: Any) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(name, dtype, shape) of values whose shapes are pinned."""
+    return [(v["name"], v["dtype"], tuple(v["shape"])) for v in describe_values(values)]
 
 
 def _write_coreml(model: onnx.ModelProto, path: Path, profile: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import platform
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
@@ -55,14 +54,14 @@ class CoremlPartition:
     def __init__(self, path: Path, inputs: dict[str, str], outputs: dict[str, str], dtypes: dict[str, str]) -> None:
         self.inputs, self.outputs, self.dtypes = inputs, outputs, dtypes
         if platform.system() == "Darwin":
-            self.model: Any = coremltools().models.MLModel(str(path))
+            self.predict = coremltools().models.MLModel(str(path)).predict
         else:
-            self.model = MilEvaluator(load_program(path))
+            self.predict = MilEvaluator(load_program(path)).run
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         named = {self.inputs.get(name, name): np.asarray(value).reshape(np.shape(value) or (1,))
                  for name, value in feeds.items()}
-        results = self.model.predict(named) if platform.system() == "Darwin" else self.model.run(named)
+        results = self.predict(named)
         return {name: np.asarray(results[feature]).astype(self.dtypes.get(name, "float32"), copy=False)
                 for name, feature in self.outputs.items()}
 

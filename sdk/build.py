@@ -16,7 +16,7 @@ import onnx
 
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
-from edgepack.packager.quantize import REQUIRED_OPSET, Calibration, QuantizeResult, quantize
+from edgepack.packager.quantize import COMPENSATED_WEIGHTS, REQUIRED_OPSET, Calibration, QuantizeResult, quantize
 from edgepack.packager.quantize.ranges import CALIBRATION_METHODS
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
@@ -181,7 +181,9 @@ def build(
         slower = speed.slower if compute == "int8" else frozenset()
         if excluded or slower:
             quantized = lower(excluded | slower)
+        rounding = _weight_rounding(profile, samples, in_target)
         note(_quantize_summary(quantized, profile, in_target) + (f", {len(excluded)} excluded" if excluded else "")
+             + (f", weights rounded {rounding.split(' (')[0]}" if rounding else "")
              + (f", {len(slower)} kept fp32 where int8 is slower" if slower else "")
              + (f", {_slower_compute(speed)}: fp32 compute" if compute != profile.activations else ""))
 
@@ -228,6 +230,7 @@ def build(
         manifest["quantization"]["int8_over_fp32"] = speed.int8_over_fp32
         manifest["quantization"]["activation_form"] = _activation_form(profile, samples, calibration_method, speed,
                                                                        compute)
+        manifest["quantization"]["weight_rounding"] = rounding
         write_manifest(staging, manifest)
         if not fidelity["passed"] and not accept_fidelity_loss:
             raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
@@ -250,10 +253,16 @@ def _check_calibration_options(profile: Profile, calibration: CalibrationSource 
     if method not in CALIBRATION_METHODS:
         raise EdgepackError(f"--calibration-method {method!r} is not a calibration method",
                             where="--calibration-method", fix=f"use one of {', '.join(CALIBRATION_METHODS)}")
-    if calibration is not None and profile.activations != "int8":
-        raise EdgepackError(f"--calibration is given, but activations are {profile.activations}: calibration "
-                            "measures int8 activation ranges", where="--calibration",
-                            fix="add --activations int8 (with --weights int8), or leave out --calibration")
+    if calibration is not None and TARGETS[profile.target].applies_precision:
+        raise EdgepackError(f"--calibration is given, but the {profile.target} target lowers precision with its "
+                            "vendor's own tools, which take no calibration samples", where="--calibration",
+                            fix="leave out --calibration, or build a profile of another target")
+    if calibration is not None and profile.activations != "int8" and profile.weights not in COMPENSATED_WEIGHTS:
+        raise EdgepackError(f"--calibration is given, but weights are {profile.weights} and activations "
+                            f"{profile.activations}: calibration measures int8 activation ranges and rounds int8/int4 "
+                            "weights", where="--calibration",
+                            fix="add --weights int8 (and --activations int8 for int8 compute), or leave out "
+                                "--calibration")
     if profile.activations == "int8" and profile.weights != "int8":
         raise EdgepackError(f"int8 activations need int8 weights, and the weights are {profile.weights}",
                             where="--activations", fix="add --weights int8")
@@ -271,6 +280,15 @@ def _activation_form(profile: Profile, samples: list[dict[str, Any]] | None, met
             return "dynamic int8 for MatMul/Gemm (no calibration), Conv in float"
         return f"static int8 QDQ, {method} ranges from {len(samples)} calibration samples"
     return None
+
+
+def _weight_rounding(profile: Profile, samples: list[dict[str, Any]] | None, in_target: bool) -> str | None:
+    """How integer weights were rounded, for the manifest."""
+    if in_target or profile.weights not in COMPENSATED_WEIGHTS:
+        return None
+    if samples is None:
+        return "nearest (give --calibration for error-compensated rounding)"
+    return f"error-compensated on {len(samples)} calibration samples (Conv/MatMul/Gemm), nearest elsewhere"
 
 
 def _slower_compute(speed: SpeedChoice) -> str:

@@ -336,8 +336,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--exclude-node", action="append", metavar="NAME",
                    help="keep this node (by name in the slimmed model) in fp32 (repeatable)")
     b.add_argument("--calibration", metavar="DIR",
-                   help="static int8 activations: calibration samples, one .npz (arrays named after the inputs) or "
-                        ".npy (one-input models) per sample; without it int8 activations are dynamic (MatMul/Gemm)")
+                   help="calibration samples, one .npz (arrays named after the inputs) or .npy (one-input models) "
+                        "per sample: int8/int4 weights round with compensated errors on them, and int8 activations "
+                        "become static (without it they are dynamic, MatMul/Gemm only)")
     b.add_argument("--calibration-method", default="minmax", metavar="minmax|percentile|entropy",
                    help="how a range is picked from the calibration runs (default: minmax)")
     b.add_argument("--tune", action="store_true",

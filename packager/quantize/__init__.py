@@ -1,15 +1,14 @@
 """The quantize stage: lower a slimmed model's precision as the profile asks, keeping chosen nodes in float.
 
-A weight mode is a module that registers a function `(model, keep) -> QuantizeResult`; `keep` names top-level
-nodes whose weights (and those read inside their subgraphs) stay in fp32. An activation mode registers
-`(model, keep, calibration) -> QuantizeResult` and runs after the weight mode; `calibration` is given to the
-modes that measure activation ranges."""
+A weight mode is a module that registers a function `(model, keep, calibration) -> QuantizeResult`; `keep` names
+top-level nodes whose weights (and those read inside their subgraphs) stay in fp32, and `calibration` (or None)
+lets integer weights round with compensated errors. An activation mode registers the same signature and runs
+after the weight mode; it measures activation ranges on `calibration`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
 import onnx
@@ -33,8 +32,6 @@ REQUIRED_OPSET = {"int8": 13, "int4": 21}
 """Weight precisions whose form needs a newer opset than the profile's minimum (DequantizeLinear with an axis: 13;
 int4 and blocks: 21)."""
 
-WeightMode = Callable[[onnx.ModelProto, frozenset[str]], QuantizeResult]
-WEIGHT_MODES: dict[str, WeightMode] = {}
 Feeds = dict[str, np.ndarray]
 Run = Callable[[onnx.ModelProto, Feeds], Feeds]
 """Runs a model on feeds and returns every graph output by name."""
@@ -51,11 +48,15 @@ class Calibration:
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
     """Ranges measured so far, by value name: a build quantizes the same model again with other nodes kept, and
     the values it calibrates are then among those already measured."""
+    rounded: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, compare=False)
+    """Compensated grid indices by (weight precision, weight name), kept for the same reason."""
 
 
-ActivationMode = Callable[[onnx.ModelProto, frozenset[str], Calibration | None], QuantizeResult]
-ACTIVATION_MODES: dict[str, ActivationMode] = {}
-Mode = TypeVar("Mode", WeightMode, ActivationMode)
+Mode = Callable[[onnx.ModelProto, frozenset[str], Calibration | None], QuantizeResult]
+WEIGHT_MODES: dict[str, Mode] = {}
+COMPENSATED_WEIGHTS = frozenset({"int8", "int4"})
+"""Weight precisions that round with compensated errors when given calibration samples (`compensate.py`)."""
+ACTIVATION_MODES: dict[str, Mode] = {}
 
 
 def _registrar(table: dict[str, Mode], kind: str) -> Callable[[str], Callable[[Mode], Mode]]:
@@ -87,7 +88,7 @@ def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozen
         named = equalize_channels(named, calibration)
     result = QuantizeResult(named)
     if weights != "fp32" and not (weights == "fp16" and activations == "fp16"):
-        result = WEIGHT_MODES[weights](result.model, keep)
+        result = WEIGHT_MODES[weights](result.model, keep, calibration)
     if activations != "fp32":
         lowered = ACTIVATION_MODES[activations](result.model, keep, calibration)
         nodes = set(result.nodes) | set(lowered.nodes)

@@ -9,11 +9,11 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graphs import iter_graph_protos
-from . import MIN_ELEMENTS, QuantizeResult, readers, register_weights
+from . import MIN_ELEMENTS, Calibration, QuantizeResult, readers, register_weights
 
 
 @register_weights("fp16")
-def fp16_weights(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
+def fp16_weights(model: onnx.ModelProto, keep: frozenset[str], _calibration: Calibration | None) -> QuantizeResult:
     readers_of = readers(model)
     lowered_by: set[str] = set()
     tensors = 0

@@ -11,7 +11,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graphs import iter_graph_protos
-from . import MIN_ELEMENTS, QuantizeResult, readers, register_weights
+from . import MIN_ELEMENTS, Calibration, QuantizeResult, readers, register_weights
+from .compensate import CompensatedRounding, Rounding, nearest
 from .weight_slots import Slot, slot
 
 BLOCK_SIZE = 32
@@ -20,7 +21,7 @@ BLOCK_SIZE = 32
 CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
 """Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""
 
-Lower = Callable[[onnx.GraphProto, onnx.TensorProto, np.ndarray, Slot], list[onnx.NodeProto]]
+Lower = Callable[[onnx.GraphProto, onnx.TensorProto, np.ndarray, Slot, Rounding], list[onnx.NodeProto]]
 
 
 def best_scales(groups: np.ndarray, levels: int) -> np.ndarray:
@@ -37,13 +38,13 @@ def best_scales(groups: np.ndarray, levels: int) -> np.ndarray:
     return best[:, 0]
 
 
-def int8_per_channel(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot
-                     ) -> list[onnx.NodeProto]:
+def int8_per_channel(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
+                     rounding: Rounding) -> list[onnx.NodeProto]:
     axis = where.channel_axis
     rows = np.moveaxis(weight, axis, 0).reshape(weight.shape[axis], -1)
     scale = best_scales(rows, 127).astype(np.float32)
     shaped = scale.reshape([-1 if a == axis else 1 for a in range(weight.ndim)])
-    quantized = np.clip(np.rint(weight / shaped), -127, 127).astype(np.int8)
+    quantized = rounding(weight, np.broadcast_to(shaped, weight.shape), -127, 127).astype(np.int8)
     graph.initializer.extend([numpy_helper.from_array(quantized, f"{tensor.name}__int8"),
                               numpy_helper.from_array(scale, f"{tensor.name}__scale")])
     return [helper.make_node("DequantizeLinear", [f"{tensor.name}__int8", f"{tensor.name}__scale"], [tensor.name],
@@ -53,8 +54,8 @@ def int8_per_channel(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: n
 def blocked(block_size: int, levels: int, dtype: type, kind: str) -> Lower:
     """Symmetric blocks of `block_size` along the reduction axis, `levels` steps each side of zero, fp16 scales."""
 
-    def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot
-              ) -> list[onnx.NodeProto]:
+    def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
+              rounding: Rounding) -> list[onnx.NodeProto]:
         name = tensor.name
         view = weight.reshape(weight.shape[0], -1) if where.flatten else weight
         axis = 1 if where.flatten else where.reduce_axis
@@ -65,9 +66,8 @@ def blocked(block_size: int, levels: int, dtype: type, kind: str) -> Lower:
         grouped = padded.reshape(*padded.shape[:-1], blocks, block_size)
         scale = best_scales(grouped.reshape(-1, block_size), levels).reshape(grouped.shape[:-1]).astype(np.float16)
         scale = np.where(scale > 0, scale, np.float16(1.0))
-        steps = np.repeat(scale.astype(np.float32), block_size, axis=-1)[..., :length]
-        quantized = np.clip(np.rint(np.moveaxis(view, axis, -1) / steps), -levels - 1, levels)
-        quantized = np.moveaxis(quantized, -1, axis).astype(dtype)
+        steps = np.moveaxis(np.repeat(scale.astype(np.float32), block_size, axis=-1)[..., :length], -1, axis)
+        quantized = rounding(weight, steps.reshape(weight.shape), -levels - 1, levels).reshape(view.shape).astype(dtype)
         graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}__{kind}"),
                                   numpy_helper.from_array(np.moveaxis(scale, -1, axis), f"{name}__scale")])
         dequantized = f"{name}__fp16" if not where.flatten else f"{name}__fp16_flat"
@@ -84,9 +84,12 @@ def blocked(block_size: int, levels: int, dtype: type, kind: str) -> Lower:
     return lower
 
 
-def lower_weights(model: onnx.ModelProto, keep: frozenset[str], lower: Lower) -> QuantizeResult:
-    """Replace each fp32 weight that only weight slots read, all with the same axes, by `lower`'s nodes."""
+def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None, lower: Lower,
+                  kind: str) -> QuantizeResult:
+    """Replace each fp32 weight that only weight slots read, all with the same axes, by `lower`'s nodes; with
+    `calibration`, the weights of top-level Conv/MatMul/Gemm round with compensated errors (`compensate.py`)."""
     readers_of = readers(model)
+    compensated = CompensatedRounding(model, keep, calibration, kind) if calibration is not None else None
     lowered_by: set[str] = set()
     tensors = 0
     for graph in iter_graph_protos(model.graph):
@@ -106,7 +109,8 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], lower: Lower) ->
                     or len(where) != 1 or None in where or int(np.prod(tensor.dims)) < MIN_ELEMENTS):
                 kept_initializers.append(tensor)
                 continue
-            added.extend(lower(graph, tensor, numpy_helper.to_array(tensor), next(iter(where))))
+            rounding = (compensated.rounding(tensor.name) if compensated and graph is model.graph else None) or nearest
+            added.extend(lower(graph, tensor, numpy_helper.to_array(tensor), next(iter(where)), rounding))
             lowered_by |= users
             tensors += 1
         fresh = [t for t in graph.initializer if t.name not in tensors_by_name]
@@ -119,11 +123,11 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], lower: Lower) ->
 
 
 @register_weights("int8")
-def int8_weights(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
-    return lower_weights(model, keep, int8_per_channel)
+def int8_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None) -> QuantizeResult:
+    return lower_weights(model, keep, calibration, int8_per_channel, "int8")
 
 
 @register_weights("int4")
-def int4_weights(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
-    return lower_weights(model, keep, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"))
+def int4_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None) -> QuantizeResult:
+    return lower_weights(model, keep, calibration, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"), "int4")
 

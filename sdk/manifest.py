@@ -114,6 +114,8 @@ def describe_quantization(quantization: dict[str, Any]) -> str:
     text = f"weights {quantization['weights']}, activations {quantization['activations']}"
     if quantization.get("activation_form"):
         text += f" ({quantization['activation_form']})"
+    if quantization.get("weight_rounding"):
+        text += f", weights rounded {quantization['weight_rounding'].split(' (')[0]}"
     if quantization.get("kept_in_float"):
         text += f", {len(quantization['kept_in_float'])} nodes kept in fp32 for fidelity"
     if quantization.get("excluded"):

@@ -84,6 +84,17 @@ def int8_build(cli, tmp_path: Path, *options: str | Path):
                "--activations", "int8", *options)
 
 
+def test_calibrated_weight_only_build_rounds_with_compensated_errors(cli, tmp_path: Path) -> None:
+    folder = calibration_folder(tmp_path)
+    nearest = build_json(cli, tmp_path, "--weights", "int8")["quantization"]
+    compensated = build_json(cli, tmp_path, "--weights", "int8", "--calibration", folder)
+    assert nearest["weight_rounding"].startswith("nearest") and "--calibration" in nearest["weight_rounding"]
+    assert compensated["quantization"]["weight_rounding"].startswith("error-compensated on 3 calibration samples")
+    assert compensated["quantization"]["activations"] == "fp32"
+    assert compensated["fidelity"]["inputs"] == "the first 3 calibration samples"
+    assert compensated["quantization"]["quantized_tensors"] == nearest["quantized_tensors"]
+
+
 def test_calibrated_int8_build_is_static_and_verified_on_the_calibration_samples(cli, tmp_path: Path) -> None:
     result = int8_build(cli, tmp_path, "--calibration", calibration_folder(tmp_path), "--json")
     assert result.code == 0, result.err
@@ -150,7 +161,9 @@ def test_calibration_input_errors_are_one_paragraph(cli, tmp_path: Path, folder,
 def test_calibration_option_errors(cli, tmp_path: Path) -> None:
     folder = calibration_folder(tmp_path)
     assert_user_error(cli("build", samples.path(MODEL), "-p", "generic", "-o", tmp_path, "--calibration", folder),
-                      "activations are fp32", "--activations int8")
+                      "weights are fp32 and activations fp32", "--weights int8")
+    assert_user_error(cli("build", samples.path(MODEL), "-p", "generic", "-o", tmp_path, "--weights", "fp16",
+                          "--calibration", folder), "weights are fp16", "int8/int4")
     assert_user_error(int8_build(cli, tmp_path, "--calibration", folder, "--calibration-method", "kl"),
                       "'kl' is not a calibration method", "entropy")
     assert_user_error(cli("build", samples.path(MODEL), "-p", "generic", "-o", tmp_path, "--activations", "int8"),

@@ -8,10 +8,12 @@ the tiny transformer at realistic width (`tiny_transformer(hidden=384, layers=6)
 (1, --seq, 384)), each slimmed by edgepack; the slimmed fp32 model is the reference. Variants:
 
     fp32            the slimmed model
-    ep weight-only  quantize(m, "int8"): int8 weights per output channel, fp32 compute
+    ep weight-only  quantize(m, "int8"): int8 weights per output channel, fp32 compute, nearest rounding
+    ep weight-only calibrated
+                    the same, rounded with compensated errors on the calibration samples (`compensate.py`)
     ep dynamic      quantize(m, "int8", activations="int8"): DynamicQuantizeLinear + MatMulInteger (MatMul/Gemm)
     ep static       quantize(..., calibration=Calibration(samples, onnxruntime, "minmax")): uint8 QDQ around
-                    Conv/MatMul/Gemm, int32 bias
+                    Conv/MatMul/Gemm, int32 bias, weights rounded with compensated errors on the same samples
                     (both int8 compute variants as a generic build ships them: the op classes measured slower
                     on onnxruntime stay fp32, and a model not faster as a whole keeps fp32 compute)
     ort dynamic     onnxruntime.quantization.quantize_dynamic(QInt8 weights, per_channel=True), its default ops
@@ -166,6 +168,10 @@ def ep_weight_only(case: Case) -> bytes:
     return serialized(quantize(case.model, "int8").model)
 
 
+def ep_weight_only_calibrated(case: Case) -> bytes:
+    return serialized(quantize(case.model, "int8", calibration=Calibration(case.calibration, OnnxruntimeRun())).model)
+
+
 def never_slower(case: Case, form: str, calibration: Calibration | None) -> bytes:
     """edgepack's int8 compute as a generic build ships it (`edgepack.tune.choose_int8_compute`): classes measured
     slower on onnxruntime stay fp32, and a model not faster as a whole keeps fp32 compute on int8 weights."""
@@ -209,12 +215,13 @@ def ort_static(case: Case) -> bytes:
 VARIANTS: dict[str, Callable[[Case], bytes]] = {
     "fp32": fp32,
     "ep weight-only": ep_weight_only,
+    "ep weight-only calibrated": ep_weight_only_calibrated,
     "ep dynamic": ep_dynamic,
     "ep static": ep_static,
     "ort dynamic": ort_dynamic,
     "ort static": ort_static,
 }
-EDGEPACK = ("ep weight-only", "ep dynamic", "ep static")
+EDGEPACK = ("ep weight-only", "ep weight-only calibrated", "ep dynamic", "ep static")
 
 
 def reason(exc: Exception) -> str:

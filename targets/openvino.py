@@ -11,8 +11,7 @@ from edgepack.runtime.providers.openvino import to_ir
 from . import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
 
 
-@register("openvino", "OpenVINO IR partitions plus ONNX fallback partitions",
-          precisions=WEIGHT_ONLY - {("int4", "fp32")})
+@register("openvino", "OpenVINO IR partitions plus ONNX fallback partitions", precisions=WEIGHT_ONLY)
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     precision = bundle.profile["precision"]
     entries = []

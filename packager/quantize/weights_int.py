@@ -16,7 +16,9 @@ from .compensate import CompensatedRounding, Rounding, nearest
 from .weight_slots import Slot, slot
 
 BLOCK_SIZE = 32
-"""Weights per int4 scale."""
+"""Weights per int4 scale, at most."""
+MIN_BLOCK = 8
+"""Fewer weights per fp16 scale would cost more bytes than int8 per channel saves."""
 
 CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
 """Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""
@@ -51,8 +53,17 @@ def int8_per_channel(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: n
                              f"{tensor.name}__dequantize", axis=axis)]
 
 
-def blocked(block_size: int, levels: int, dtype: type, kind: str) -> Lower:
-    """Symmetric blocks of `block_size` along the reduction axis, `levels` steps each side of zero, fp16 scales."""
+def block_length(length: int, most: int) -> int | None:
+    """The largest block of at most `most` weights that divides a reduction axis of `length`, or None when that is
+    under MIN_BLOCK. OpenVINO's ONNX reader refuses a partial last block, so blocks always divide the axis: a
+    3x3 Conv over 16 channels (144 taps) gets blocks of 24, a depthwise 3x3 filter one block of 9."""
+    block = next(size for size in range(min(most, length), 0, -1) if length % size == 0)
+    return block if block >= MIN_BLOCK else None
+
+
+def blocked(most: int, levels: int, dtype: type, kind: str) -> Lower:
+    """Symmetric blocks of at most `most` weights along the reduction axis (`block_length`), `levels` steps each
+    side of zero, fp16 scales; an axis with no such block is int8 per channel instead."""
 
     def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
               rounding: Rounding) -> list[onnx.NodeProto]:
@@ -60,13 +71,14 @@ def blocked(block_size: int, levels: int, dtype: type, kind: str) -> Lower:
         view = weight.reshape(weight.shape[0], -1) if where.flatten else weight
         axis = 1 if where.flatten else where.reduce_axis
         length = view.shape[axis]
-        blocks = -(-length // block_size)
-        padding = [(0, blocks * block_size - length) if a == axis else (0, 0) for a in range(view.ndim)]
-        padded = np.moveaxis(np.pad(view, padding), axis, -1)
-        grouped = padded.reshape(*padded.shape[:-1], blocks, block_size)
+        block_size = block_length(length, most)
+        if block_size is None:
+            return int8_per_channel(graph, tensor, weight, where, rounding)
+        moved = np.moveaxis(view, axis, -1)
+        grouped = moved.reshape(*moved.shape[:-1], length // block_size, block_size)
         scale = best_scales(grouped.reshape(-1, block_size), levels).reshape(grouped.shape[:-1]).astype(np.float16)
         scale = np.where(scale > 0, scale, np.float16(1.0))
-        steps = np.moveaxis(np.repeat(scale.astype(np.float32), block_size, axis=-1)[..., :length], -1, axis)
+        steps = np.moveaxis(np.repeat(scale.astype(np.float32), block_size, axis=-1), -1, axis)
         quantized = rounding(weight, steps.reshape(weight.shape), -levels - 1, levels).reshape(view.shape).astype(dtype)
         graph.initializer.extend([numpy_helper.from_array(quantized, f"{name}__{kind}"),
                                   numpy_helper.from_array(np.moveaxis(scale, -1, axis), f"{name}__scale")])

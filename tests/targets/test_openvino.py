@@ -75,3 +75,22 @@ def _fp16_weight_names(bundle: Path) -> set[str]:
             if layer.get("type") == "Convert" and layer.get("name", "").endswith("__to_fp32"):
                 names.add(layer.get("name").removesuffix("__to_fp32"))
     return names
+
+
+def test_int4_weights_stay_int4_in_the_ir(tmp_path: Path) -> None:
+    """ppocr-rec with --weights int4 on intel-nuc: OpenVINO keeps every block-quantized weight as an int4 constant
+    (its own compressed form; blocks divide each reduction axis, as its ONNX reader needs), and the bundle stays
+    close to the source."""
+    feeds = samples.feeds("ppocr-rec")
+    int4 = edgepack.build(samples.path("ppocr-rec"), "intel-nuc", tmp_path / "int4", sample_inputs=[feeds],
+                          weights="int4")
+    fp32 = edgepack.build(samples.path("ppocr-rec"), fp32_profile(tmp_path), tmp_path / "fp32", sample_inputs=[feeds])
+    assert [p["provider"] for p in int4.manifest["partitions"]] == ["openvino"]
+    ir = ElementTree.parse(int4.bundle_dir / "p0.xml").getroot()
+    constants = [layer.find("data").get("element_type") for layer in ir.iter("layer") if layer.get("type") == "Const"]
+    assert constants.count("i4") == int4.manifest["quantization"]["quantized_tensors"] > 40
+    assert (int4.bundle_dir / "p0.bin").stat().st_size < 0.2 * (fp32.bundle_dir / "p0.bin").stat().st_size
+    assert int4.manifest["fidelity"]["passed"]
+    expected = run_onnxruntime(samples.path("ppocr-rec"), feeds)
+    actual = Session(int4.bundle_dir).run(feeds)
+    assert all(compare(value, actual[key])["cosine"] >= 0.9 for key, value in expected.items())

@@ -12,6 +12,7 @@ from edgepack import samples
 from edgepack.loader import check_model, load_model
 from edgepack.packager.graphs import iter_graph_protos
 from edgepack.packager.quantize import Calibration, quantize
+from edgepack.packager.quantize.weights_int import block_length
 from edgepack.packager.slim import slim
 from edgepack.samples.tiny import tiny_transformer
 from edgepack.verify import compare
@@ -89,3 +90,8 @@ def test_int8_scales_are_per_output_channel() -> None:
         weight, scale = tensors[node.input[0]], tensors[node.input[1]]
         axis = next(a.i for a in node.attribute if a.name == "axis")
         assert weight.data_type == onnx.TensorProto.INT8 and list(scale.dims) == [weight.dims[axis]]
+
+
+@pytest.mark.parametrize(("length", "block"), [(480, 32), (144, 24), (27, 27), (9, 9), (64, 32), (37, None), (7, None)])
+def test_int4_blocks_divide_the_reduction_axis(length: int, block: int | None) -> None:
+    assert block_length(length, 32) == block

@@ -22,6 +22,14 @@ DAMPING = 0.01
 BLOCK = 128
 """Columns rounded between two updates of the rest of the weight (the result does not depend on it)."""
 
+Rounding = Callable[[np.ndarray, np.ndarray, int, int], np.ndarray]
+"""(weight, its grid step per element, lowest and highest index) -> the grid index of each element."""
+
+
+def nearest(weight: np.ndarray, steps: np.ndarray, low: int, high: int) -> np.ndarray:
+    """Each weight's nearest grid index, clipped to [low, high]."""
+    return np.clip(np.rint(weight / steps), low, high)
+
 
 def compensable(node: onnx.NodeProto, weight_rank: int) -> bool:
     """Whether `node` reads its input 1 as a weight whose rows and input columns this module knows."""
@@ -179,10 +187,3 @@ class CompensatedRounding:
             self.grams = input_grams(self.model, pending, shapes, self.calibration)
         return self.grams
 
-
-Rounding = Callable[[np.ndarray, np.ndarray, int, int], np.ndarray]
-"""(weight, its grid step per element, lowest and highest index) -> the grid index of each element."""
-
-
-def nearest(weight: np.ndarray, steps: np.ndarray, low: int, high: int) -> np.ndarray:
-    return np.clip(np.rint(weight / steps), low, high)

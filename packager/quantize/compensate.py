@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 
 from edgepack.runtime.capability import attribute
+from edgepack.runtime.sliding_windows import same_pads, windows
 
 from . import Calibration
 from .sensitivity import float_values, with_outputs
@@ -67,33 +68,18 @@ def input_columns(node: onnx.NodeProto, weight_shape: Sequence[int], value: np.n
     strides = attribute(node, "strides", [1] * spatial)
     dilations = attribute(node, "dilations", [1] * spatial)
     pads = attribute(node, "pads", [0] * 2 * spatial)
-    if attribute(node, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-        pads = _auto_pads(value.shape[2:], kernel, strides, dilations, attribute(node, "auto_pad", b""))
-    padded = np.pad(value, [(0, 0), (0, 0), *zip(pads[:spatial], pads[spatial:])])
-    windows = np.lib.stride_tricks.sliding_window_view(
-        padded, [(k - 1) * d + 1 for k, d in zip(kernel, dilations)], axis=tuple(range(2, 2 + spatial)))
-    windows = windows[(slice(None), slice(None), *[slice(None, None, s) for s in strides],
-                       *[slice(None, None, d) for d in dilations])]
+    auto_pad = attribute(node, "auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        amounts = same_pads(value.shape[2:], kernel, strides, dilations, upper=auto_pad == "SAME_UPPER")
+    else:
+        amounts = [(0, 0)] * spatial if auto_pad == "VALID" else list(zip(pads[:spatial], pads[spatial:]))
+    patches = windows(np.pad(value, [(0, 0), (0, 0), *amounts]), kernel, strides, dilations)
     batch, channels = value.shape[:2]
-    positions = int(np.prod(windows.shape[2:2 + spatial]))
+    positions = int(np.prod(patches.shape[2:2 + spatial]))
     taps = int(np.prod(kernel))
-    moved = np.moveaxis(windows.reshape(batch, channels, positions, taps), 2, -1)
+    moved = np.moveaxis(patches.reshape(batch, channels, positions, taps), 2, -1)
     return np.ascontiguousarray(moved.reshape(batch, groups, channels // groups * taps, positions)
                                 .transpose(1, 2, 0, 3)).reshape(groups, channels // groups * taps, -1)
-
-
-def _auto_pads(size: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
-               mode: bytes | str) -> list[int]:
-    mode = mode.decode() if isinstance(mode, bytes) else mode
-    if mode == "VALID":
-        return [0] * 2 * len(kernel)
-    begins, ends = [], []
-    for extent, k, s, d in zip(size, kernel, strides, dilations):
-        total = max((-(-extent // s) - 1) * s + (k - 1) * d + 1 - extent, 0)
-        small = total // 2
-        begins.append(small if mode == "SAME_UPPER" else total - small)
-        ends.append(total - begins[-1])
-    return begins + ends
 
 
 def input_grams(model: onnx.ModelProto, nodes: dict[str, onnx.NodeProto], weight_shapes: dict[str, Sequence[int]],

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 
 from edgepack.errors import EdgepackError
+from edgepack.runtime.sliding_windows import same_pads
 
 from .epk import ACTIVATIONS, BINARY, F32, REDUCE, UNARY
 from .lower import PANEL_COLUMNS, Lowering, Runtime, Value, attributes
@@ -207,11 +208,8 @@ def _spatial_params(node: onnx.NodeProto, in_spatial: Sequence[int], kernel: Seq
     auto_pad = attrs.get("auto_pad", "NOTSET")
     begin, end = pads[:rank], pads[rank:]
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        for i in range(rank):
-            out = -(-in_spatial[i] // strides[i])
-            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_spatial[i])
-            small, large = total // 2, total - total // 2
-            begin[i], end[i] = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+        amounts = same_pads(in_spatial, kernel, strides, dilations, upper=auto_pad == "SAME_UPPER")
+        begin, end = [b for b, _ in amounts], [e for _, e in amounts]
     elif auto_pad == "VALID":
         begin, end = [0] * rank, [0] * rank
     if rank == 1:

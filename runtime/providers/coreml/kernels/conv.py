@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from edgepack.runtime.sliding_windows import same_pads, windows
+
 from . import ints, kernel
 
 
@@ -17,25 +19,7 @@ def pad_amounts(pad_type: str, pad: Any, sizes: tuple[int, ...], kernel_sizes: t
         return [(values[2 * i], values[2 * i + 1]) for i in range(len(sizes))]
     if pad_type == "valid":
         return [(0, 0)] * len(sizes)
-    amounts = []
-    for size, k, stride, dilation in zip(sizes, kernel_sizes, strides, dilations):
-        out = -(-size // stride)
-        total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
-        small, large = total // 2, total - total // 2
-        amounts.append((large, small) if pad_type == "same_lower" else (small, large))
-    return amounts
-
-
-def windows(x: np.ndarray, kernel_sizes: tuple[int, ...], strides: list[int], dilations: list[int]) -> np.ndarray:
-    """(N, C, *out, *kernel) view of the padded input's sliding windows."""
-    spatial = len(kernel_sizes)
-    view = x
-    for axis in range(spatial):
-        span = (kernel_sizes[axis] - 1) * dilations[axis] + 1
-        view = np.lib.stride_tricks.sliding_window_view(view, span, axis=2 + axis)
-    index = tuple([slice(None), slice(None)] + [slice(None, None, strides[a]) for a in range(spatial)]
-                  + [slice(None, None, dilations[a]) for a in range(spatial)])
-    return view[index]
+    return same_pads(sizes, kernel_sizes, strides, dilations, upper=pad_type != "same_lower")
 
 
 @kernel("conv")

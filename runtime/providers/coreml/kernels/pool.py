@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from edgepack.runtime.sliding_windows import windows
+
 from . import ints, kernel
-from .conv import pad_amounts, windows
+from .conv import pad_amounts
 
 
 def _pooled(args: dict[str, Any], fill: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ import onnx
 from ....capability import Values
 from ..context import Context
 from . import converts
-from .shape import DATA_TYPES, constant, fold, no_empty_output, shape_of
+from .shape import DATA_TYPES, constant_input_1, fold, no_empty_output, shape_of
 
 
 def _concat_limit(node: onnx.NodeProto, values: Values) -> str | None:
@@ -41,11 +41,7 @@ def split_sizes(ctx: Context, node: onnx.NodeProto, length: int) -> list[int]:
     return [chunk] * (count - 1) + [length - chunk * (count - 1)]
 
 
-def _split_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    return constant(values, node, 1) or no_empty_output(node, values)
-
-
-@converts("Split", limit=_split_limit, types=DATA_TYPES)
+@converts("Split", limit=constant_input_1, types=DATA_TYPES)
 def split(ctx: Context, node: onnx.NodeProto) -> None:
     x = ctx.input(node, 0)
     dims = shape_of(x)

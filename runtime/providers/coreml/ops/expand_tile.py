@@ -6,17 +6,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ....capability import Values
 from ..context import Context
 from . import converts
-from .shape import DATA_TYPES, constant, fold, ints_of, no_empty_output, shape_of
+from .shape import DATA_TYPES, constant_input_1, fold, ints_of, shape_of
 
 
-def _limit(node: onnx.NodeProto, values: Values) -> str | None:
-    return constant(values, node, 1) or no_empty_output(node, values)
-
-
-@converts("Expand", limit=_limit, types=DATA_TYPES)
+@converts("Expand", limit=constant_input_1, types=DATA_TYPES)
 def expand(ctx: Context, node: onnx.NodeProto) -> None:
     x = ctx.input(node, 0)
     target = ints_of(ctx, node, 1)
@@ -36,7 +31,7 @@ def expand(ctx: Context, node: onnx.NodeProto) -> None:
     ctx.set(node, ctx.mb.tile(x=x, reps=np.asarray(reps, np.int32), name=name))
 
 
-@converts("Tile", limit=_limit, types=DATA_TYPES)
+@converts("Tile", limit=constant_input_1, types=DATA_TYPES)
 def tile(ctx: Context, node: onnx.NodeProto) -> None:
     reps = ints_of(ctx, node, 1)
     if fold(ctx, node, lambda data, _: np.tile(data, reps)):

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ....capability import Values
 from ..context import Context
 from . import converts
-from .shape import DATA_TYPES, constant, fold, ints_of, no_empty_output, shape_of
+from .shape import DATA_TYPES, constant_input_1, fold, ints_of, no_empty_output, shape_of
 
 
 def reshaped(dims: list[int], shape: list[int], allowzero: bool) -> list[int]:
@@ -21,11 +20,7 @@ def reshaped(dims: list[int], shape: list[int], allowzero: bool) -> list[int]:
     return out
 
 
-def _reshape_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    return constant(values, node, 1) or no_empty_output(node, values)
-
-
-@converts("Reshape", limit=_reshape_limit, types=DATA_TYPES)
+@converts("Reshape", limit=constant_input_1, types=DATA_TYPES)
 def reshape(ctx: Context, node: onnx.NodeProto) -> None:
     allowzero = bool(ctx.attr(node, "allowzero", 0))
     x = ctx.input(node, 0)
@@ -54,11 +49,7 @@ def _axes(ctx: Context, node: onnx.NodeProto) -> list[int] | None:
     return ints_of(ctx, node, 1)
 
 
-def _axes_output_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    return constant(values, node, 1) or no_empty_output(node, values)
-
-
-@converts("Squeeze", limit=_axes_output_limit, types=DATA_TYPES)
+@converts("Squeeze", limit=constant_input_1, types=DATA_TYPES)
 def squeeze(ctx: Context, node: onnx.NodeProto) -> None:
     x = ctx.input(node, 0)
     dims = shape_of(x)
@@ -72,7 +63,7 @@ def squeeze(ctx: Context, node: onnx.NodeProto) -> None:
     ctx.set(node, ctx.mb.squeeze(x=x, axes=axes, name=ctx.name(node)))
 
 
-@converts("Unsqueeze", limit=_axes_output_limit, types=DATA_TYPES)
+@converts("Unsqueeze", limit=constant_input_1, types=DATA_TYPES)
 def unsqueeze(ctx: Context, node: onnx.NodeProto) -> None:
     x = ctx.input(node, 0)
     axes = _axes(ctx, node) or []

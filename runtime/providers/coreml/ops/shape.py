@@ -61,6 +61,12 @@ def constant(values: Values, node: onnx.NodeProto, *indexes: int) -> str | None:
     return None
 
 
+def constant_input_1(node: onnx.NodeProto, values: Values) -> str | None:
+    """The limit of ops whose input 1 (shape, axes, indices, split sizes, repeats) must be a constant, with an
+    output CoreML can hold."""
+    return constant(values, node, 1) or no_empty_output(node, values)
+
+
 def static_shape(values: Values, name: str) -> list[int] | None:
     shape = values.shapes.get(name)
     return None if shape is None or any(d is None for d in shape) else [int(d) for d in shape]

@@ -9,7 +9,7 @@ import onnx
 from ....capability import Values
 from ..context import Context
 from . import converts
-from .shape import DATA_TYPES, constant, fold, no_empty_output, shape_of
+from .shape import DATA_TYPES, constant, constant_input_1, fold, no_empty_output, shape_of
 
 INT32_MAX = 2**31 - 1
 
@@ -62,11 +62,7 @@ def slice_(ctx: Context, node: onnx.NodeProto) -> None:
                                         stride=np.asarray(stride, np.int32), **extra, name=ctx.name(node)))
 
 
-def _gather_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    return constant(values, node, 1) or no_empty_output(node, values)
-
-
-@converts("Gather", limit=_gather_limit, types=DATA_TYPES)
+@converts("Gather", limit=constant_input_1, types=DATA_TYPES)
 def gather(ctx: Context, node: onnx.NodeProto) -> None:
     x = ctx.input(node, 0)
     dims = shape_of(x)

@@ -27,7 +27,15 @@ from .calibration_inputs import CalibrationSource, load_calibration
 from .errors import EdgepackError
 from .input_shapes import pin_shapes
 from .loader import SourceModel, check_model, infer_shapes, load_model, resolve_model_path
-from .manifest import FORMAT, FORMAT_VERSION, artifacts_of, describe_values, real_inputs, write_manifest
+from .manifest import (
+    FORMAT,
+    FORMAT_VERSION,
+    artifacts_of,
+    describe_values,
+    real_inputs,
+    rounding_phrase,
+    write_manifest,
+)
 from .mixed_precision import keep_sensitive_in_float
 from .opset import convert_opset
 from .profile import ACTIVATION_PRECISIONS, WEIGHT_PRECISIONS, Profile, load_profile
@@ -183,7 +191,7 @@ def build(
             quantized = lower(excluded | slower)
         rounding = _weight_rounding(profile, samples, in_target)
         note(_quantize_summary(quantized, profile, in_target) + (f", {len(excluded)} excluded" if excluded else "")
-             + (f", weights rounded {rounding.split(' (')[0]}" if rounding else "")
+             + (f", {rounding_phrase(rounding)}" if rounding else "")
              + (f", {len(slower)} kept fp32 where int8 is slower" if slower else "")
              + (f", {_slower_compute(speed)}: fp32 compute" if compute != profile.activations else ""))
 

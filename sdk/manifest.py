@@ -109,13 +109,18 @@ def verify_artifacts(bundle: Path, manifest: dict[str, Any]) -> None:
                                 where=str(path), fix="the file was changed or corrupted; rebuild the bundle")
 
 
+def rounding_phrase(weight_rounding: str) -> str:
+    """The manifest's `weight_rounding` for a summary line, without its parenthesized advice or scope."""
+    return f"weights rounded {weight_rounding.split(' (')[0]}"
+
+
 def describe_quantization(quantization: dict[str, Any]) -> str:
     """The manifest's `quantization` in one line: precisions, how activations were quantized, what stayed float."""
     text = f"weights {quantization['weights']}, activations {quantization['activations']}"
     if quantization.get("activation_form"):
         text += f" ({quantization['activation_form']})"
     if quantization.get("weight_rounding"):
-        text += f", weights rounded {quantization['weight_rounding'].split(' (')[0]}"
+        text += f", {rounding_phrase(quantization['weight_rounding'])}"
     if quantization.get("kept_in_float"):
         text += f", {len(quantization['kept_in_float'])} nodes kept in fp32 for fidelity"
     if quantization.get("excluded"):

@@ -1,7 +1,8 @@
 """Static int8 in QDQ form: each Conv, MatMul and Gemm with int8 weights reads its activation through a
 QuantizeLinear/DequantizeLinear pair (uint8, asymmetric), its output (after a Relu or Clip that follows it) gets a
 pair too, and its bias becomes int32 at the input scale times the weight scale. Runtimes that know QDQ (OpenVINO,
-onnxruntime) fuse each group into one int8 op; the ranges come from running the calibration samples."""
+onnxruntime) fuse each group into one int8 op. The ranges come from running the calibration samples, clipped where
+a value's readers saturate (`saturation.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from onnx import helper, numpy_helper
 
 from . import Calibration, QuantizeResult
 from .int8_weights import Int8Weight, int8_weight, without_dead_code
-from .ranges import RangeCollector, scale_zero_point
+from .ranges import RangeCollector, covering_scale_zero_point, scale_zero_point
+from .saturation import useful_interval
 from .sensitivity import float_values, with_outputs
 
 CLAMPS = {"Relu", "Clip"}
@@ -37,7 +39,8 @@ def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibr
                                                             for node in chosen.values()}
     points = {name for name in points if name in floats and name not in initializers}
     ranges = _measure(model, {name: floats[name] for name in points}, calibration)
-    params = {name: scale_zero_point(*ranges[name], symmetric=False) for name in points}
+    params = {name: _scale_zero_point(ranges[name], useful_interval(name, readers_of.get(name, []), readers_of,
+                                                                    initializers)) for name in points}
     biases = [dequantize for node in chosen.values() if (dequantize := _quantize_bias(
         graph, node, initializers.get(node.input[2]) if len(node.input) > 2 else None, weights[node.name],
         params[node.input[0]][0]))]
@@ -57,6 +60,14 @@ def _output_point(node: onnx.NodeProto, readers_of: dict[str, list[onnx.NodeProt
     if len(readers) == 1 and readers[0].op_type in CLAMPS and output not in outputs:
         return readers[0].output[0]
     return output
+
+
+def _scale_zero_point(measured: tuple[float, float], useful: tuple[float, float]) -> tuple[float, int]:
+    """uint8 parameters for a value's measured range, clipped to where its readers do not saturate."""
+    low, high = max(measured[0], useful[0]), min(measured[1], useful[1])
+    if (low, high) == measured or not low <= 0.0 < high:
+        return scale_zero_point(*measured, symmetric=False)
+    return covering_scale_zero_point(low, high)
 
 
 def _measure(model: onnx.ModelProto, values: dict[str, onnx.ValueInfoProto], calibration: Calibration

@@ -2,9 +2,9 @@
 a range gives.
 
 Three methods: `minmax` (the extremes seen), `percentile` (the tails cut at a percentile, low and high separately)
-and `entropy` (the symmetric threshold whose 128-level quantization keeps the |value| histogram closest in KL
-divergence). Memory per tensor is fixed whatever the number of samples: extremes, plus for the last two a histogram
-of `bins` equal bins whose width doubles when a later sample falls outside it.
+and `entropy` (the symmetric threshold, clipping at most 1% of values, whose 128-level quantization keeps the
+|value| histogram closest in KL divergence). Memory per tensor is fixed whatever the number of samples: extremes,
+plus for the last two a histogram of `bins` equal bins whose width doubles when a later sample falls outside it.
 
 Every range holds 0 (so it is exact after quantization) and spans at least `MIN_SPAN`: a tensor that was all zero
 (or had no finite value) gives (0.0, MIN_SPAN), so no scale is ever 0. NaN and infinities are ignored."""
@@ -29,6 +29,11 @@ non-negative tensors too (whose (0, t) range may still be quantized symmetricall
 SMOOTHING = 1e-4
 """The probability each empty bin gets before the KL divergence is taken (at most half the mass in all), taken from
 the filled bins in proportion."""
+
+MAX_CLIPPED = 0.01
+"""The most of a tensor's values an entropy threshold may clip. KL divergence alone is blind to a gap: with no |value|
+near 0 (an image's pixels, a biased feature), a threshold at the gap's edge keeps one filled bin, whose 128-level
+merge is itself, and scores a divergence of 0 while clipping everything."""
 
 CHUNK = 256
 """Entropy candidates whose divergences are computed at once (each takes a row of `bins` floats per array)."""
@@ -131,6 +136,14 @@ def scale_zero_point(low: float, high: float, symmetric: bool) -> tuple[float, i
     return scale, round(-low / scale)
 
 
+def covering_scale_zero_point(low: float, high: float) -> tuple[float, int]:
+    """uint8 scale and zero point whose grid reaches past both ends of [low, high] (low <= 0 < high): for a range
+    clipped where its readers saturate, whose clipped values must dequantize at or beyond the bound. It spends one
+    of the 255 steps on that."""
+    scale = (float(high) - float(low)) / 254.0
+    return scale, min(255, math.ceil(-float(low) / scale))
+
+
 def _widen(low: float, high: float) -> tuple[float, float]:
     """[low, high] stretched to hold 0 and, by raising high, to span at least MIN_SPAN."""
     low, high = min(float(low), 0.0), max(float(high), 0.0)
@@ -138,12 +151,14 @@ def _widen(low: float, high: float) -> tuple[float, float]:
 
 
 def _entropy_threshold(histogram: _Histogram, peak: float) -> float:
-    """The |value| threshold, from 128 bins up to `peak`, whose clipped histogram merged into 128 levels is closest
-    in KL divergence to the histogram with everything beyond the threshold folded into its last bin."""
+    """The |value| threshold, from 128 bins (and the 99th percentile) up to `peak`, whose clipped histogram merged
+    into 128 levels is closest in KL divergence to the histogram with everything beyond the threshold folded into its
+    last bin."""
     counts = histogram.counts[:np.flatnonzero(histogram.counts)[-1] + 1]
     if len(counts) <= QUANTIZED_BINS:
         return peak
-    ends = np.arange(QUANTIZED_BINS, len(counts) + 1)
+    least_end = int(np.searchsorted(np.cumsum(counts), (1.0 - MAX_CLIPPED) * counts.sum())) + 1
+    ends = np.arange(max(QUANTIZED_BINS, least_end), len(counts) + 1)
     divergences = np.concatenate([_divergences(counts, ends[first:first + CHUNK])
                                   for first in range(0, len(ends), CHUNK)])
     return min(peak, float(ends[np.argmin(divergences)]) * histogram.width)

@@ -58,10 +58,11 @@ def test_static_int8_cls_agrees_on_held_out_text_lines(cls: onnx.ModelProto, met
     calibration = Calibration(text_lines(1, 32), run_unoptimized, method)
     result = quantize(cls, "int8", activations="int8", calibration=calibration)
     onnx.checker.check_model(result.model, full_check=True)
-    # 200 held-out lines drawn the same way. The issue asks 0.99; edgepack reaches 0.96 (minmax) and 0.955
-    # (percentile) without mixed precision, onnxruntime's quantize_static 0.93 and int8 weights alone 0.99 on them:
-    # see the issue note.
-    assert top1_agreement(cls, result.model, text_lines(2, 200)) >= 0.95
+    # 200 held-out lines drawn the same way. The issue asks 0.99 of a static int8 build; in int8 compute edgepack
+    # reaches 0.97 (minmax) and 0.96 (percentile) without mixed precision (0.96 and 0.955 before ranges were clipped
+    # where HardSwish and HardSigmoid saturate), onnxruntime's quantize_static 0.93, int8 weights alone 0.99: see the
+    # issue note.
+    assert top1_agreement(cls, result.model, text_lines(2, 200)) >= 0.96
 
 
 def test_static_int8_puts_each_lowered_op_between_uint8_pairs(cls: onnx.ModelProto) -> None:

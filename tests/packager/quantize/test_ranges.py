@@ -7,7 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgepack.packager.quantize.ranges import CALIBRATION_METHODS, RangeCollector, scale_zero_point
+from edgepack.packager.quantize.ranges import (
+    CALIBRATION_METHODS,
+    RangeCollector,
+    covering_scale_zero_point,
+    scale_zero_point,
+)
 
 PERCENTILE_TOLERANCE = 0.01
 """Percentile ranges match np.percentile within this fraction of max - min of all values."""
@@ -140,3 +145,21 @@ def test_a_tensor_without_spread_still_gets_a_nonzero_scale(method: str, batch: 
         assert (quantize(0.0, scale, zero_point, symmetric) - zero_point) * scale == 0.0
     assert scale_zero_point(0.0, 0.0, symmetric=False)[0] > 0
     assert scale_zero_point(0.0, 0.0, symmetric=True)[0] > 0
+
+
+def test_entropy_keeps_data_with_a_gap_at_zero() -> None:
+    """An image's pixels (normalized, none near 0): the threshold must not stop at the gap, clipping them all."""
+    rng = np.random.default_rng(13)
+    batches = [np.concatenate([rng.uniform(1.8, 2.2, 40_000), rng.uniform(-1.9, -0.8, 10_000)]) for _ in range(3)]
+    low, high = collected("entropy", batches)
+    everything = np.abs(np.concatenate(batches))
+    assert np.mean(everything > high) <= 0.01
+    assert high <= everything.max()
+
+
+@pytest.mark.parametrize(("low", "high"), [(-3.0, 17.3), (-2.5, 2.5), (0.0, 6.0), (-0.001, 40.0), (-7.0, 1e-3)])
+def test_a_covering_grid_reaches_past_both_ends(low: float, high: float) -> None:
+    scale, zero_point = covering_scale_zero_point(low, high)
+    assert 0 <= zero_point <= 255
+    assert low - scale < -zero_point * scale <= low
+    assert high <= (255 - zero_point) * scale < high + 2 * scale

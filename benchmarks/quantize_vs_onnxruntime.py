@@ -16,6 +16,9 @@ the tiny transformer at realistic width (`tiny_transformer(hidden=384, layers=6)
                     Conv/MatMul/Gemm, int32 bias, weights rounded with compensated errors on the same samples
                     (both int8 compute variants as a generic build ships them: the op classes measured slower
                     on onnxruntime stay fp32, and a model not faster as a whole keeps fp32 compute)
+    ep static int8 compute
+                    the same QDQ form on every Conv/MatMul/Gemm, whatever its speed: what `ep static` falls back
+                    from where it is slower
     ort dynamic     onnxruntime.quantization.quantize_dynamic(QInt8 weights, per_channel=True), its default ops
     ort static      quantize_static(QDQ, per_channel=True, MinMax) on the same calibration samples, its default
                     ops (which include more than Conv/MatMul/Gemm)
@@ -192,6 +195,11 @@ def ep_static(case: Case) -> bytes:
     return never_slower(case, "static", Calibration(case.calibration, OnnxruntimeRun(), "minmax"))
 
 
+def ep_static_int8_compute(case: Case) -> bytes:
+    calibration = Calibration(case.calibration, OnnxruntimeRun(), "minmax")
+    return serialized(quantize(case.model, "int8", activations="int8", calibration=calibration).model)
+
+
 def ort_quantized(case: Case, lower: Callable[[Path, Path], None]) -> bytes:
     with tempfile.TemporaryDirectory() as folder:
         source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
@@ -218,6 +226,7 @@ VARIANTS: dict[str, Callable[[Case], bytes]] = {
     "ep weight-only calibrated": ep_weight_only_calibrated,
     "ep dynamic": ep_dynamic,
     "ep static": ep_static,
+    "ep static int8 compute": ep_static_int8_compute,
     "ort dynamic": ort_dynamic,
     "ort static": ort_static,
 }

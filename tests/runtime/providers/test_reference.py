@@ -1,0 +1,62 @@
+"""The reference provider's own ConvTranspose against onnxruntime's, over the attributes the node tests leave out:
+groups, output padding, dilations, asymmetric pads, an output shape with either SAME, 1-D and 3-D; and in fp16."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from edgepack.runtime import Session
+from tests.oracle import run_onnxruntime
+
+CASES = {
+    "groups-stride-2": ((1, 4, 5, 6), (4, 3, 3, 3), {"group": 2, "strides": [2, 2]}),
+    "output-padding": ((2, 3, 4, 4), (3, 2, 3, 3), {"strides": [3, 2], "output_padding": [2, 1]}),
+    "dilations-pads": ((1, 2, 6, 5), (2, 3, 3, 2), {"dilations": [2, 3], "pads": [1, 0, 2, 1]}),
+    "output-shape-same-upper": ((1, 2, 4, 5), (2, 2, 3, 3), {"strides": [2, 2], "output_shape": [9, 11],
+                                                            "auto_pad": "SAME_UPPER"}),
+    "output-shape": ((1, 2, 4, 5), (2, 2, 4, 4), {"strides": [2, 2], "output_shape": [10, 9]}),
+    "same-lower": ((1, 3, 3, 4), (3, 1, 4, 3), {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+    "depthwise-2x2": ((1, 6, 7, 7), (6, 1, 2, 2), {"group": 6, "strides": [2, 2]}),
+    "1d": ((2, 3, 9), (3, 4, 5), {"strides": [3], "pads": [2, 1]}),
+    "3d": ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), {"strides": [1, 2, 2], "pads": [0, 1, 0, 1, 0, 1]}),
+}
+
+
+def conv_transpose(x_shape: tuple[int, ...], w: np.ndarray, bias: np.ndarray, attributes: dict) -> onnx.ModelProto:
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attributes)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_conv_transpose_matches_onnxruntime(case: str) -> None:
+    x_shape, w_shape, attributes = CASES[case]
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    bias = rng.standard_normal(w_shape[1] * attributes.get("group", 1)).astype(np.float32)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    model = conv_transpose(x_shape, w, bias, attributes)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    actual = Session(model, providers=["reference"]).run({"x": x})["y"]
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_fp16_conv_transpose_accumulates_in_fp32_and_rounds_once() -> None:
+    x_shape, w_shape, attributes = CASES["groups-stride-2"]
+    rng = np.random.default_rng(1)
+    w, bias = rng.standard_normal(w_shape).astype(np.float16), rng.standard_normal(6).astype(np.float16)
+    x = rng.standard_normal(x_shape).astype(np.float16)
+    model = conv_transpose(x_shape, w, bias, attributes)
+    model.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    model.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    actual = Session(model, providers=["reference"]).run({"x": x})["y"]
+    wide = conv_transpose(x_shape, w.astype(np.float32), bias.astype(np.float32), attributes)
+    expected = run_onnxruntime(wide, {"x": x.astype(np.float32)})["y"]
+    assert actual.dtype == np.float16
+    np.testing.assert_allclose(actual.astype(np.float32), expected, rtol=1e-3, atol=1e-3)

@@ -10,10 +10,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import Calibration, QuantizeResult
+from . import Calibration, QuantizeResult, readers
 from .int8_weights import Int8Weight, int8_weight, without_dead_code
 from .ranges import RangeCollector, covering_scale_zero_point, scale_zero_point
-from .saturation import useful_interval
+from .saturation import UNBOUNDED, useful_interval
 from .sensitivity import float_values, with_outputs
 
 CLAMPS = {"Relu", "Clip"}
@@ -39,8 +39,9 @@ def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibr
                                                             for node in chosen.values()}
     points = {name for name in points if name in floats and name not in initializers}
     ranges = _measure(model, {name: floats[name] for name in points}, calibration)
-    params = {name: _scale_zero_point(ranges[name], useful_interval(name, readers_of.get(name, []), readers_of,
-                                                                    initializers)) for name in points}
+    every_reader = _every_reader(model)
+    params = {name: _scale_zero_point(ranges[name], UNBOUNDED if name in outputs else useful_interval(
+        name, every_reader.get(name, []), every_reader, initializers)) for name in points}
     biases = [dequantize for node in chosen.values() if (dequantize := _quantize_bias(
         graph, node, initializers.get(node.input[2]) if len(node.input) > 2 else None, weights[node.name],
         params[node.input[0]][0]))]
@@ -56,10 +57,16 @@ def static_qdq(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibr
 def _output_point(node: onnx.NodeProto, readers_of: dict[str, list[onnx.NodeProto]], outputs: set[str]) -> str:
     """`node`'s output, or the output of the Relu/Clip that is its only reader."""
     output = node.output[0]
-    readers = readers_of.get(output, [])
-    if len(readers) == 1 and readers[0].op_type in CLAMPS and output not in outputs:
-        return readers[0].output[0]
+    consumers = readers_of.get(output, [])
+    if len(consumers) == 1 and consumers[0].op_type in CLAMPS and output not in outputs:
+        return consumers[0].output[0]
     return output
+
+
+def _every_reader(model: onnx.ModelProto) -> dict[str, list[onnx.NodeProto]]:
+    """For each value, the top-level nodes that read it, directly or inside their subgraphs."""
+    nodes = {node.name: node for node in model.graph.node}
+    return {value: [nodes[name] for name in names] for value, names in readers(model).items()}
 
 
 def _scale_zero_point(measured: tuple[float, float], useful: tuple[float, float]) -> tuple[float, int]:

@@ -124,3 +124,15 @@ def test_a_conv_output_read_by_hardswish_is_quantized_from_minus_3() -> None:
                                                                                                     np.uint8)
             tensor.CopyFrom(numpy_helper.from_array(value, tensor.name))
     assert error(result.model) < 0.6 * error(measured)
+
+
+def test_a_graph_output_keeps_its_whole_range_whatever_reads_it() -> None:
+    model = conv_hardswish_conv()
+    model.graph.output.append(helper.make_tensor_value_info("c1", F, [1, 8, 8, 8]))
+    rng = np.random.default_rng(2)
+    calibration = Calibration([{"x": rng.normal(0.0, 2.0, (1, 8, 8, 8)).astype(np.float32)} for _ in range(4)],
+                              run_onnxruntime)
+    result = quantize(model, "int8", activations="int8", calibration=calibration)
+    tensors = {t.name: numpy_helper.to_array(t) for t in result.model.graph.initializer}
+    assert (float(tensors["c1__act_scale"]), int(tensors["c1__act_zero"])) == pytest.approx(
+        scale_zero_point(*calibration.ranges["c1"], symmetric=False))

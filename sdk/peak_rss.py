@@ -2,7 +2,8 @@
 
 On Linux the high-water mark is reset first (`5` written to /proc/self/clear_refs) and read back from VmHWM in
 /proc/self/status, so each stretch gets its own peak. Where that fails, `resource.getrusage`'s ru_maxrss is used:
-the peak of the whole process so far, which a stretch can only raise."""
+the peak of the whole process so far, which a stretch can only raise. The peak is never below the start: the kernel
+raises VmHWM lazily, so memory resident at the start and freed before the end can be missing from it."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class PeakRSS:
         peak = _status_mb("VmHWM") if self.method == "VmHWM" else None
         if peak is None:
             self.method, peak = "ru_maxrss", _maxrss_mb()
-        self.peak_mb = peak
+        self.peak_mb = max(peak, self.start_mb)
 
 
 def _reset() -> bool:

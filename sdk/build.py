@@ -17,6 +17,7 @@ import onnx
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.quantize import COMPENSATED_WEIGHTS, REQUIRED_OPSET, Calibration, QuantizeResult, quantize
+from edgepack.packager.quantize.never_slower import WORTH_IT
 from edgepack.packager.quantize.ranges import CALIBRATION_METHODS
 from edgepack.packager.slim import slim
 from edgepack.runtime.providers import PROVIDERS
@@ -302,11 +303,11 @@ def _weight_rounding(profile: Profile, samples: list[dict[str, Any]] | None, in_
 def _slower_compute(speed: SpeedChoice) -> str:
     """Why int8 compute was left out."""
     where = f"on {speed.runtime}" if speed.runtime else "in the measured table"
-    if speed.int8_over_fp32 is not None and speed.int8_over_fp32 >= 1.0:
-        return f"int8 compute ran {speed.int8_over_fp32:.2f}x fp32's latency {where}"
+    if speed.int8_over_fp32 is not None and speed.int8_over_fp32 > WORTH_IT:
+        return f"int8 compute ran {speed.int8_over_fp32:.2f}x fp32's latency {where} (it must be {WORTH_IT}x or less)"
     if not speed.slower:
         return "this model has no op that the int8 form computes in int8"
-    return f"no op class computed faster in int8 {where}"
+    return f"no op class computed in int8 at {WORTH_IT}x fp32's latency or less {where}"
 
 
 def _quantize_summary(quantized: QuantizeResult, profile: Profile, in_target: bool) -> str:

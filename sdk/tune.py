@@ -1,8 +1,9 @@
 """Never slower, checked on the model itself: int8 compute is chosen per op class from the measured table
 (`int8_speed.toml`, single-op models) or, with `--tune`, by timing the model with each class alone in int8 against
-fp32 on the target's runtime. Where that runtime is installed here, the chosen model is then timed whole against
-fp32; if it is not faster, the classes are timed one by one (when they were not already), and if the model is
-still not faster the build keeps int8 weights with fp32 compute."""
+fp32 on the target's runtime. "Faster" means at most `WORTH_IT` (0.9) of fp32's latency. Where that runtime is
+installed here, the chosen model is then timed whole against fp32; if it is not faster, the classes are timed one by
+one (when they were not already), and if the model is still not faster the build keeps int8 weights with fp32
+compute."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ import numpy as np
 import onnx
 
 from edgepack.packager.quantize import QuantizeResult
-from edgepack.packager.quantize.never_slower import FORM_CLASSES, RUNTIME_OF_TARGET, op_class, slower_in_int8
+from edgepack.packager.quantize.never_slower import (
+    FORM_CLASSES,
+    RUNTIME_OF_TARGET,
+    WORTH_IT,
+    op_class,
+    slower_in_int8,
+)
 
 from .errors import EdgepackError
 
@@ -62,12 +69,12 @@ def choose_int8_compute(reference: onnx.ModelProto, lowered: QuantizeResult, low
     if make is None:
         return SpeedChoice(slower, tuned, None, None)
     ratio = _whole_ratio(reference, lower(excluded | slower), make, feeds)
-    if ratio >= 1.0 and not tune:
+    if ratio > WORTH_IT and not tune:
         slower, tuned = _per_class(reference, classes, lower, excluded, make, feeds)
         if candidates <= slower:
             return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=True)
         ratio = _whole_ratio(reference, lower(excluded | slower), make, feeds)
-    return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=ratio >= 1.0)
+    return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=ratio > WORTH_IT)
 
 
 def _installed(runtime: str) -> bool:
@@ -96,7 +103,7 @@ def _per_class(reference: onnx.ModelProto, classes: dict[str, set[str]], lower: 
         variants[kind] = make(lower(frozenset(excluded | (candidates - nodes))).model, feeds)
     medians = _median_seconds(variants)
     ratios = {kind: medians[kind] / medians["fp32"] for kind in classes}
-    slower = frozenset(name for kind, nodes in classes.items() if ratios[kind] >= 1.0 for name in nodes)
+    slower = frozenset(name for kind, nodes in classes.items() if ratios[kind] > WORTH_IT for name in nodes)
     return slower, {kind: round(ratio, 3) for kind, ratio in sorted(ratios.items())}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -48,22 +49,27 @@ class Calibration:
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
     """Ranges measured so far, by value name: a build quantizes the same model again with other nodes kept, and
     the values it calibrates are then among those already measured."""
-    rounded: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, compare=False)
-    """Compensated grid indices by (weight precision, weight name), kept for the same reason."""
+    rounded: dict[tuple[str, str, int], np.ndarray] = field(default_factory=dict, compare=False)
+    """Compensated grid indices by (weight precision, weight name, highest index), kept for the same reason."""
+    grams: dict[str, np.ndarray | None] = field(default_factory=dict, compare=False)
+    """Gram matrices of the compensated nodes' inputs by node name (None: not measurable). Equalizing channels
+    scales a depthwise Conv's Gram by a constant per group, which compensated rounding does not depend on."""
 
 
 Mode = Callable[[onnx.ModelProto, frozenset[str], Calibration | None], QuantizeResult]
-WEIGHT_MODES: dict[str, Mode] = {}
+WeightMode = Callable[[onnx.ModelProto, frozenset[str], Calibration | None, frozenset[str]], QuantizeResult]
+"""A Mode that also takes the op types the activation mode will multiply in integers (`integer_op_types`)."""
+WEIGHT_MODES: dict[str, WeightMode] = {}
 COMPENSATED_WEIGHTS = frozenset({"int8", "int4"})
 """Weight precisions that round with compensated errors when given calibration samples (`compensate.py`)."""
 ACTIVATION_MODES: dict[str, Mode] = {}
 
 
-def _registrar(table: dict[str, Mode], kind: str) -> Callable[[str], Callable[[Mode], Mode]]:
+def _registrar(table: dict[str, Any], kind: str) -> Callable[[str], Callable[[Any], Any]]:
     """A decorator factory that files a mode under its name in `table`, once."""
 
-    def register(name: str) -> Callable[[Mode], Mode]:
-        def decorate(mode: Mode) -> Mode:
+    def register(name: str) -> Callable[[Any], Any]:
+        def decorate(mode: Any) -> Any:
             if name in table:
                 raise ValueError(f"{kind} mode {name!r} registered twice")
             table[name] = mode
@@ -82,13 +88,14 @@ def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozen
              calibration: Calibration | None = None) -> QuantizeResult:
     """`model` with weights stored as `weights` and compute in `activations` (fp32: unchanged), except for the
     nodes in `keep`. fp16 activations store every weight in fp16 themselves; calibrated int8 activations equalize
-    channel ranges first (`equalize.py`)."""
+    channel ranges first (`equalize.py`); the weights int8 activations multiply in integers are narrowed."""
     named = with_node_names(model)
     if activations == "int8" and calibration is not None:
         named = equalize_channels(named, calibration)
     result = QuantizeResult(named)
     if weights != "fp32" and not (weights == "fp16" and activations == "fp16"):
-        result = WEIGHT_MODES[weights](result.model, keep, calibration)
+        integer_ops = integer_op_types(activations, calibration)
+        result = WEIGHT_MODES[weights](result.model, keep, calibration, integer_ops)
     if activations != "fp32":
         lowered = ACTIVATION_MODES[activations](result.model, keep, calibration)
         nodes = set(result.nodes) | set(lowered.nodes)
@@ -136,4 +143,5 @@ def _reads_within(node: onnx.NodeProto) -> Iterator[str]:
 
 
 from . import activations_fp16, activations_int8, weights_fp16, weights_int  # noqa: E402,F401  (registration)
+from .activations_int8 import integer_op_types  # noqa: E402
 from .equalize import equalize_channels  # noqa: E402

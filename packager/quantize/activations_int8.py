@@ -9,6 +9,17 @@ from . import Calibration, QuantizeResult, register_activations
 from .dynamic_matmul import dynamic_matmul
 from .qdq_static import static_qdq
 
+STATIC_OPS = frozenset({"Conv", "MatMul", "Gemm"})
+DYNAMIC_OPS = frozenset({"MatMul", "Gemm"})
+
+
+def integer_op_types(activations: str, calibration: Calibration | None) -> frozenset[str]:
+    """The op types `activations` multiplies in integers: static int8 Conv, MatMul and Gemm, dynamic int8 MatMul
+    and Gemm, other modes none."""
+    if activations != "int8":
+        return frozenset()
+    return STATIC_OPS if calibration is not None else DYNAMIC_OPS
+
 
 @register_activations("int8")
 def int8_activations(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None

@@ -145,7 +145,6 @@ class CompensatedRounding:
                       if name in tensors and len(found) == 1 and found[0][1] == 1 and found[0][0].name not in keep
                       and compensable(found[0][0], len(tensors[name].dims))}
         self.shapes = {name: list(tensors[name].dims) for name in self.nodes}
-        self.grams: dict[str, np.ndarray] | None = None
 
     def rounding(self, tensor: str) -> Rounding | None:
         """How to round weight `tensor`, or None when it is not compensable here."""
@@ -154,7 +153,7 @@ class CompensatedRounding:
             return None
 
         def round_weight(weight: np.ndarray, steps: np.ndarray, low: int, high: int) -> np.ndarray:
-            key = (self.kind, tensor)
+            key = (self.kind, tensor, high)
             if key not in self.calibration.rounded:
                 gram = self._grams().get(node.name)
                 self.calibration.rounded[key] = nearest(weight, steps, low, high) if gram is None else from_rows(
@@ -165,11 +164,11 @@ class CompensatedRounding:
         return round_weight
 
     def _grams(self) -> dict[str, np.ndarray]:
-        """The Gram matrices of every node whose weight is not rounded yet, measured in one calibration pass."""
-        if self.grams is None:
-            pending = {node.name: node for tensor, node in self.nodes.items()
-                       if (self.kind, tensor) not in self.calibration.rounded}
+        """The Gram matrices of every node here, those not measured yet measured in one calibration pass."""
+        grams = self.calibration.grams
+        pending = {node.name: node for node in self.nodes.values() if node.name not in grams}
+        if pending:
             shapes = {node.name: self.shapes[tensor] for tensor, node in self.nodes.items() if node.name in pending}
-            self.grams = input_grams(self.model, pending, shapes, self.calibration)
-        return self.grams
-
+            grams.update(input_grams(self.model, pending, shapes, self.calibration))
+            grams.update({name: None for name in pending if name not in grams})
+        return grams

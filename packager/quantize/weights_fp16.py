@@ -13,7 +13,8 @@ from . import MIN_ELEMENTS, Calibration, QuantizeResult, readers, register_weigh
 
 
 @register_weights("fp16")
-def fp16_weights(model: onnx.ModelProto, keep: frozenset[str], _calibration: Calibration | None) -> QuantizeResult:
+def fp16_weights(model: onnx.ModelProto, keep: frozenset[str], _calibration: Calibration | None,
+                 _integer_ops: frozenset[str]) -> QuantizeResult:
     readers_of = readers(model)
     lowered_by: set[str] = set()
     tensors = 0

@@ -20,6 +20,14 @@ BLOCK_SIZE = 32
 MIN_BLOCK = 8
 """Fewer weights per fp16 scale would cost more bytes than int8 per channel saves."""
 
+INTEGER_LEVELS = 63
+"""Steps each side of zero of an int8 weight that an op multiplies in integers (static or dynamic int8 compute), not
+127. x86 CPUs without VNNI (AVX2 ones, such as the AMD EPYC this was found on) multiply uint8 by int8 with
+vpmaddubsw, which adds two products in int16 and saturates: 255 x 127 x 2 overflows it, and onnxruntime's fused
+QLinearConv and MatMulInteger then return wrong values (PP-OCR cls in int8 compute: top-1 agreement 0.59 where the
+same QDQ model computed unfused gives 0.97). 255 x 63 x 2 fits on every CPU; onnxruntime's quantizer calls this
+reduce_range."""
+
 CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
 """Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""
 
@@ -40,17 +48,25 @@ def best_scales(groups: np.ndarray, levels: int) -> np.ndarray:
     return best[:, 0]
 
 
-def int8_per_channel(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
-                     rounding: Rounding) -> list[onnx.NodeProto]:
-    axis = where.channel_axis
-    rows = np.moveaxis(weight, axis, 0).reshape(weight.shape[axis], -1)
-    scale = best_scales(rows, 127).astype(np.float32)
-    shaped = scale.reshape([-1 if a == axis else 1 for a in range(weight.ndim)])
-    quantized = rounding(weight, np.broadcast_to(shaped, weight.shape), -127, 127).astype(np.int8)
-    graph.initializer.extend([numpy_helper.from_array(quantized, f"{tensor.name}__int8"),
-                              numpy_helper.from_array(scale, f"{tensor.name}__scale")])
-    return [helper.make_node("DequantizeLinear", [f"{tensor.name}__int8", f"{tensor.name}__scale"], [tensor.name],
-                             f"{tensor.name}__dequantize", axis=axis)]
+def per_channel(levels: int) -> Lower:
+    """int8 symmetric per output channel, `levels` steps each side of zero."""
+
+    def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
+              rounding: Rounding) -> list[onnx.NodeProto]:
+        axis = where.channel_axis
+        rows = np.moveaxis(weight, axis, 0).reshape(weight.shape[axis], -1)
+        scale = best_scales(rows, levels).astype(np.float32)
+        shaped = scale.reshape([-1 if a == axis else 1 for a in range(weight.ndim)])
+        quantized = rounding(weight, np.broadcast_to(shaped, weight.shape), -levels, levels).astype(np.int8)
+        graph.initializer.extend([numpy_helper.from_array(quantized, f"{tensor.name}__int8"),
+                                  numpy_helper.from_array(scale, f"{tensor.name}__scale")])
+        return [helper.make_node("DequantizeLinear", [f"{tensor.name}__int8", f"{tensor.name}__scale"],
+                                 [tensor.name], f"{tensor.name}__dequantize", axis=axis)]
+
+    return lower
+
+
+int8_per_channel = per_channel(127)
 
 
 def block_length(length: int, most: int) -> int | None:
@@ -97,10 +113,13 @@ def blocked(most: int, levels: int, dtype: type, kind: str) -> Lower:
 
 
 def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None, lower: Lower,
-                  kind: str) -> QuantizeResult:
-    """Replace each fp32 weight that only weight slots read, all with the same axes, by `lower`'s nodes; with
-    `calibration`, the weights of top-level Conv/MatMul/Gemm round with compensated errors (`compensate.py`)."""
+                  kind: str, integer_ops: frozenset[str]) -> QuantizeResult:
+    """Replace each fp32 weight that only weight slots read, all with the same axes, by `lower`'s nodes (by int8
+    per channel at INTEGER_LEVELS where a top-level node of `integer_ops` reads it); with `calibration`, the weights
+    of top-level Conv/MatMul/Gemm round with compensated errors (`compensate.py`)."""
     readers_of = readers(model)
+    integer_nodes = {node.name for node in model.graph.node if node.op_type in integer_ops}
+    narrowed = per_channel(INTEGER_LEVELS)
     compensated = CompensatedRounding(model, keep, calibration, kind) if calibration is not None else None
     lowered_by: set[str] = set()
     tensors = 0
@@ -122,7 +141,8 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Cal
                 kept_initializers.append(tensor)
                 continue
             rounding = (compensated.rounding(tensor.name) if compensated and graph is model.graph else None) or nearest
-            added.extend(lower(graph, tensor, numpy_helper.to_array(tensor), next(iter(where)), rounding))
+            lowering = narrowed if users & integer_nodes else lower
+            added.extend(lowering(graph, tensor, numpy_helper.to_array(tensor), next(iter(where)), rounding))
             lowered_by |= users
             tensors += 1
         fresh = [t for t in graph.initializer if t.name not in tensors_by_name]
@@ -135,11 +155,14 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Cal
 
 
 @register_weights("int8")
-def int8_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None) -> QuantizeResult:
-    return lower_weights(model, keep, calibration, int8_per_channel, "int8")
+def int8_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None,
+                 integer_ops: frozenset[str]) -> QuantizeResult:
+    return lower_weights(model, keep, calibration, int8_per_channel, "int8", integer_ops)
 
 
 @register_weights("int4")
-def int4_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None) -> QuantizeResult:
-    return lower_weights(model, keep, calibration, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"), "int4")
+def int4_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None,
+                 integer_ops: frozenset[str]) -> QuantizeResult:
+    return lower_weights(model, keep, calibration, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"), "int4",
+                         integer_ops)
 

@@ -3,20 +3,23 @@ onnxruntime against the fp32 source."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import version_converter
+from onnx import numpy_helper, version_converter
 
 from edgepack import samples
 from edgepack.loader import check_model, load_model
 from edgepack.packager.quantize import Calibration, quantize
+from edgepack.packager.quantize.weights_int import INTEGER_LEVELS
 from edgepack.packager.slim import slim
 from edgepack.samples.images import text_line
 from edgepack.samples.tiny import tiny_transformer
+from edgepack.targets.generic import onnxruntime_session
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime
 
@@ -47,9 +50,22 @@ def text_lines(seed: int, count: int) -> list[dict[str, np.ndarray]]:
     return [{"x": text_line(rng, CLS_SHAPE)} for _ in range(count)]
 
 
-def top1_agreement(source: onnx.ModelProto, lowered: onnx.ModelProto, inputs: list[dict[str, np.ndarray]]) -> float:
+def run_fused(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Outputs from onnxruntime as it runs a generic bundle (ORT_ENABLE_ALL): each QDQ group fused into one integer
+    kernel (QLinearConv, QGemm, MatMulInteger) with this CPU's int8 instructions."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.ir_version = 10
+    session = onnxruntime_session(copy.SerializeToString())
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def top1_agreement(source: onnx.ModelProto, lowered: onnx.ModelProto, inputs: list[dict[str, np.ndarray]],
+                   run: Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]] = run_unoptimized
+                   ) -> float:
     expected = np.concatenate([run_unoptimized(source, feeds)["save_infer_model/scale_0.tmp_1"] for feeds in inputs])
-    actual = np.concatenate([run_unoptimized(lowered, feeds)["save_infer_model/scale_0.tmp_1"] for feeds in inputs])
+    actual = np.concatenate([run(lowered, feeds)["save_infer_model/scale_0.tmp_1"] for feeds in inputs])
     return float(np.mean(expected.argmax(-1) == actual.argmax(-1)))
 
 
@@ -58,11 +74,36 @@ def test_static_int8_cls_agrees_on_held_out_text_lines(cls: onnx.ModelProto, met
     calibration = Calibration(text_lines(1, 32), run_unoptimized, method)
     result = quantize(cls, "int8", activations="int8", calibration=calibration)
     onnx.checker.check_model(result.model, full_check=True)
-    # 200 held-out lines drawn the same way. The issue asks 0.99 of a static int8 build; in int8 compute edgepack
-    # reaches 0.97 (minmax) and 0.96 (percentile) without mixed precision (0.96 and 0.955 before ranges were clipped
-    # where HardSwish and HardSigmoid saturate), onnxruntime's quantize_static 0.93, int8 weights alone 0.99: see the
-    # issue note.
-    assert top1_agreement(cls, result.model, text_lines(2, 200)) >= 0.96
+    # 200 held-out lines drawn the same way. The issue asks 0.99 of a static int8 build; in int8 compute, with the
+    # 7-bit weights that keep x86 CPUs without VNNI from saturating (`weights_int.INTEGER_LEVELS`), edgepack reaches
+    # 0.97 (minmax) and 0.955 (percentile) without mixed precision (0.98 and 0.96 with 8-bit weights where nothing
+    # saturates), onnxruntime's quantize_static 0.93, int8 weights alone 0.99: see the issue note.
+    held_out = text_lines(2, 200)
+    assert top1_agreement(cls, result.model, held_out) >= 0.95
+    # The same model as onnxruntime fuses it: with 8-bit weights, an AVX2 CPU without VNNI saturated its int16 pair
+    # sums and agreed on 0.59 of the lines.
+    assert top1_agreement(cls, result.model, held_out, run_fused) >= 0.95
+
+
+def test_weights_multiplied_in_integers_span_63_steps_and_weight_only_ones_127(cls: onnx.ModelProto) -> None:
+    static = quantize(cls, "int8", activations="int8", calibration=Calibration(text_lines(1, 2), run_unoptimized))
+    transformer = at_opset_13(tiny_transformer(hidden=64, layers=1))
+    dynamic = quantize(transformer, "int8", activations="int8")
+    weight_only = quantize(cls, "int8")
+    for result, ops, levels in ((static, {"Conv", "Gemm"}, INTEGER_LEVELS), (dynamic, {"MatMulInteger"},
+                                                                             INTEGER_LEVELS),
+                                (weight_only, {"Conv", "Gemm"}, 127)):
+        graph = result.model.graph
+        producers = {out: node for node in graph.node for out in node.output}
+        tensors = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        weights = []
+        for node in graph.node:
+            if node.op_type not in ops:
+                continue
+            source = producers.get(node.input[1])
+            weights.append(tensors[source.input[0]] if source is not None else tensors[node.input[1]])
+        assert weights and all(w.dtype == np.int8 for w in weights)
+        assert max(int(np.abs(w).max()) for w in weights) == levels
 
 
 def test_static_int8_puts_each_lowered_op_between_uint8_pairs(cls: onnx.ModelProto) -> None:
@@ -115,8 +156,10 @@ def test_dynamic_int8_transformer_multiplies_in_integers_and_keeps_cosine_0999()
     read = {name for node in result.model.graph.node for name in node.input}
     assert all(t.name in read for t in result.model.graph.initializer), "an int8 weight is stored twice"
     tokens = {"tokens": np.random.default_rng(0).standard_normal((1, 16, 384)).astype(np.float32)}
-    expected, actual = run_unoptimized(model, tokens), run_unoptimized(result.model, tokens)
-    assert min(compare(expected[k], actual[k])["cosine"] for k in expected) >= 0.999
+    expected = run_unoptimized(model, tokens)
+    for actual in (run_unoptimized(result.model, tokens), run_fused(result.model, tokens)):
+        # 8-bit weights saturated MatMulInteger on an AVX2 CPU without VNNI: cosine 0.998
+        assert min(compare(expected[k], actual[k])["cosine"] for k in expected) >= 0.999
 
 
 def one_op_model(op: str, rng: np.random.Generator) -> tuple[onnx.ModelProto, tuple[int, ...]]:

@@ -215,7 +215,7 @@ def build(
             note(f"{len(manifest['artifacts'])} artefacts, {report.bundle_bytes:,} bytes")
 
         with _stage(report, progress, "verify") as note:
-            fidelity = measure(staging, oracle, profile)
+            fidelity = measure(staging, oracle, profile, TARGETS[profile.target].runtime)
             note(fidelity_summary(fidelity))
 
         if not fidelity["passed"] and quantized.nodes and not accept_fidelity_loss:
@@ -226,7 +226,7 @@ def build(
                     manifest = _write_bundle(final.name, lowered, _partition(lowered.model, profile), profile,
                                              source, report, pins, conversion, staging, oracle.samples[0],
                                              oracle.expected[0], keep)
-                    return measure(staging, oracle, profile)
+                    return measure(staging, oracle, profile, TARGETS[profile.target].runtime)
 
                 kept, fidelity = keep_sensitive_in_float(slimmed, quantized, oracle, profile, attempt)
                 note(f"kept {len(kept)} of {len(quantized.nodes)} nodes in fp32: {fidelity_summary(fidelity)}")

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from edgepack.targets import RuntimeOpener
+
 from .errors import EdgepackError
 from .input_files import load_array
 from .profile import Profile
@@ -134,15 +136,32 @@ def profile_runner(profile: Profile) -> Callable[[onnx.ModelProto, dict[str, np.
     return run
 
 
-def measure(bundle: Path, oracle: Oracle, profile: Profile) -> dict[str, Any]:
-    """The manifest's `fidelity`: the bundle against the oracle's outputs, per output, worst case over samples."""
+def measure(bundle: Path, oracle: Oracle, profile: Profile, runtime: RuntimeOpener | None = None) -> dict[str, Any]:
+    """The manifest's `fidelity`: the bundle against the oracle's outputs, per output, worst case over samples; with
+    `runtime`, also on the runtime the bundle ships to (`runtime`: its name, outputs, failures, or why it refused)."""
     from edgepack.runtime import Session
 
     built = Session(bundle, provider_options=FIDELITY_CHECK_OPTIONS)
+    outputs = _scores(built.run, oracle)
+    failures = _failures(outputs, profile)
+    fidelity: dict[str, Any] = {"oracle": "reference provider on the fp32 source", "inputs": oracle.origin,
+                                "samples": len(oracle.samples), "outputs": outputs,
+                                "tolerance": {"min_cosine": profile.required_cosine,
+                                              "max_abs_diff": profile.max_abs_diff}}
+    on_runtime = _on_runtime(runtime, bundle, oracle, profile) if runtime is not None else None
+    if on_runtime is not None:
+        fidelity["runtime"] = on_runtime
+        failures += [f"{name} on {on_runtime['name']}" for name in on_runtime.get("failed_outputs", [])]
+    fidelity.update(passed=not failures, failed_outputs=failures)
+    return fidelity
+
+
+def _scores(run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], oracle: Oracle
+            ) -> dict[str, dict[str, float | None]]:
     outputs: dict[str, dict[str, float | None]] = {}
     agreements: dict[str, list[float]] = {}
     for feeds, expected in zip(oracle.samples, oracle.expected):
-        actual = built.run(feeds)
+        actual = run(feeds)
         for name, value in expected.items():
             metrics = compare(np.asarray(value), np.asarray(actual[name]))
             if metrics["top1_agreement"] is not None:
@@ -150,12 +169,27 @@ def measure(bundle: Path, oracle: Oracle, profile: Profile) -> dict[str, Any]:
             _fold(outputs.setdefault(name, {}), metrics)
     for name, values in agreements.items():
         outputs[name]["top1_agreement"] = float(np.mean(values))
-    tolerance = {"min_cosine": profile.required_cosine, "max_abs_diff": profile.max_abs_diff}
-    failures = [name for name, m in outputs.items() if m["cosine"] < profile.required_cosine
-                or (profile.max_abs_diff is not None and m["max_abs_diff"] > profile.max_abs_diff)]
-    return {"oracle": "reference provider on the fp32 source", "inputs": oracle.origin,
-            "samples": len(oracle.samples), "outputs": outputs, "tolerance": tolerance, "passed": not failures,
-            "failed_outputs": failures}
+    return outputs
+
+
+def _failures(outputs: dict[str, dict[str, float | None]], profile: Profile) -> list[str]:
+    return [name for name, m in outputs.items() if m["cosine"] < profile.required_cosine
+            or (profile.max_abs_diff is not None and m["max_abs_diff"] > profile.max_abs_diff)]
+
+
+def _on_runtime(runtime: RuntimeOpener, bundle: Path, oracle: Oracle, profile: Profile) -> dict[str, Any] | None:
+    """The bundle's scores on its runtime, None where that runtime is not installed, or why the runtime refused it
+    (a refusal is reported, not failed: the providers verified the bundle, and other runtimes may take it)."""
+    opened = runtime(bundle)
+    if opened is None:
+        return None
+    name, open_session = opened
+    try:
+        outputs = _scores(open_session(), oracle)
+    except Exception as error:  # noqa: BLE001  (the runtime's own refusal, whatever its type)
+        lines = str(error).strip().splitlines()
+        return {"name": name, "refused": f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]}
+    return {"name": name, "outputs": outputs, "failed_outputs": _failures(outputs, profile)}
 
 
 def _fold(total: dict[str, float | None], metrics: dict[str, float | None]) -> None:
@@ -173,5 +207,13 @@ def fidelity_summary(fidelity: dict[str, Any]) -> str:
     def fmt(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.6g}"
 
-    return "; ".join(f"{name}: cosine {fmt(m['cosine'])}, max abs diff {fmt(m['max_abs_diff'])}, top-1 "
-                     f"{fmt(m['top1_agreement'])}" for name, m in fidelity["outputs"].items())
+    def scores(outputs: dict[str, dict[str, float | None]]) -> str:
+        return "; ".join(f"{name}: cosine {fmt(m['cosine'])}, max abs diff {fmt(m['max_abs_diff'])}, top-1 "
+                         f"{fmt(m['top1_agreement'])}" for name, m in outputs.items())
+
+    runtime = fidelity.get("runtime")
+    if runtime is None:
+        return scores(fidelity["outputs"])
+    if "refused" in runtime:
+        return f"{scores(fidelity['outputs'])} ({runtime['name']} refused the bundle: {runtime['refused']})"
+    return f"{scores(fidelity['outputs'])} (on {runtime['name']}: {scores(runtime['outputs'])})"

@@ -29,16 +29,25 @@ class BundleInput:
     """The fp32 source's outputs on `example`, for targets that ship a test against them (the Swift package)."""
 
 
+Write = Callable[[BundleInput, Path], list[dict[str, Any]]]
+Run = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+RuntimeOpener = Callable[[Path], "tuple[str, Callable[[], Run]] | None"]
+"""For a written bundle, the runtime it ships to: that runtime's name and version, and what opens the bundle on it
+(raising when the runtime refuses it); None where that runtime is not installed here."""
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
     summary: str
-    write: Callable[[BundleInput, Path], list[dict[str, Any]]]
+    write: Write
     """Writes the artefacts into the staging folder and returns the partitions for the manifest."""
     precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")})
     """The (weights, activations) precisions the target builds."""
     applies_precision: bool = False
     """The target lowers precision itself with its vendor's tools (CoreML): the quantize stage keeps fp32."""
+    runtime: RuntimeOpener | None = None
+    """Where the verify stage also runs the bundle, beside its own providers (the generic target: onnxruntime)."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -50,13 +59,11 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
-             applies_precision: bool = False) -> Callable[[Callable[[BundleInput, Path], list[dict[str, Any]]]],
-                                                          Callable[[BundleInput, Path], list[dict[str, Any]]]]:
-    def decorate(write: Callable[[BundleInput, Path], list[dict[str, Any]]]
-                 ) -> Callable[[BundleInput, Path], list[dict[str, Any]]]:
+             applies_precision: bool = False, runtime: RuntimeOpener | None = None) -> Callable[[Write], Write]:
+    def decorate(write: Write) -> Write:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
-        TARGETS[name] = Target(name, summary, write, precisions, applies_precision)
+        TARGETS[name] = Target(name, summary, write, precisions, applies_precision, runtime)
         return write
 
     return decorate

@@ -163,7 +163,7 @@ class CompensatedRounding:
 
         return round_weight
 
-    def _grams(self) -> dict[str, np.ndarray]:
+    def _grams(self) -> dict[str, np.ndarray | None]:
         """The Gram matrices of every node here, those not measured yet measured in one calibration pass."""
         grams = self.calibration.grams
         pending = {node.name: node for node in self.nodes.values() if node.name not in grams}

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
+from onnx import numpy_helper
 
-from edgepack import samples
-from edgepack.verify import compare, load_sample_inputs
+from edgepack import build, load_profile, samples
+from edgepack.samples.tiny import tiny_transformer
+from edgepack.verify import compare, fidelity_summary, load_sample_inputs, measure, run_oracle
 
 
 def strict_profile(folder: Path) -> Path:
@@ -70,3 +75,58 @@ def test_compare_metrics() -> None:
     flipped = compare(scores, scores[:, ::-1].copy())
     assert flipped["top1_agreement"] == 0.0 and flipped["max_abs_diff"] == pytest.approx(0.8)
     assert compare(scores, np.zeros((3, 2), np.float32))["cosine"] == 0.0
+
+
+def test_a_generic_int8_bundle_is_verified_on_onnxruntime_too(tmp_path: Path) -> None:
+    """The transformer in dynamic int8: onnxruntime runs MatMulInteger with this CPU's int8 instructions, the
+    reference provider in exact integers; both are held to the profile's tolerance."""
+    onnx.save(tiny_transformer(hidden=384, layers=2), tmp_path / "transformer.onnx")
+    tokens = np.random.default_rng(0).standard_normal((1, 16, 384)).astype(np.float32)
+    result = build(tmp_path / "transformer.onnx", "generic", tmp_path, weights="int8", activations="int8",
+                   sample_inputs=[{"tokens": tokens}])
+    fidelity = result.manifest["fidelity"]
+    assert "MatMulInteger" in onnx_ops(result.bundle_dir / "model.onnx")
+    runtime = fidelity["runtime"]
+    assert runtime["name"] == f"onnxruntime {ort.__version__}" and runtime["failed_outputs"] == []
+    for name, scores in runtime["outputs"].items():
+        assert scores["cosine"] >= 0.99
+        assert scores["cosine"] == pytest.approx(fidelity["outputs"][name]["cosine"], abs=1e-4)
+    assert f"on onnxruntime {ort.__version__}" in fidelity_summary(fidelity)
+
+
+def onnx_ops(path: Path) -> set[str]:
+    return {node.op_type for node in onnx.load(path).graph.node}
+
+
+def test_a_bundle_the_runtime_computes_differently_fails_verification(tmp_path: Path) -> None:
+    """The runtime's outputs are held to the tolerance on their own: here onnxruntime runs tiny-cnn with its
+    classifier's weight negated, as a runtime whose kernels go wrong would."""
+    bundle = build(samples.path("tiny-cnn"), "generic", tmp_path).bundle_dir
+    source = onnx.load(samples.path("tiny-cnn"))
+    wrong = onnx.ModelProto()
+    wrong.CopyFrom(source)
+    weight = next(t for t in wrong.graph.initializer if t.name == "fc.w_t")
+    weight.CopyFrom(numpy_helper.from_array(-numpy_helper.to_array(weight), weight.name))
+
+    def opener(_: Path) -> tuple[str, Callable[[], Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]]]:
+        session = ort.InferenceSession(wrong.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        return "onnxruntime", lambda: lambda feeds: dict(zip(names, session.run(names, feeds)))
+
+    profile = load_profile("generic")
+    fidelity = measure(bundle, run_oracle(source), profile, opener)
+    assert fidelity["outputs"]["probs"]["cosine"] >= profile.required_cosine
+    assert fidelity["runtime"]["outputs"]["probs"]["cosine"] < profile.required_cosine
+    assert fidelity["passed"] is False and fidelity["failed_outputs"] == ["probs on onnxruntime"]
+
+
+def test_a_runtime_that_refuses_the_bundle_is_reported_not_failed(tmp_path: Path) -> None:
+    bundle = build(samples.path("tiny-cnn"), "generic", tmp_path).bundle_dir
+
+    def opener(_: Path) -> tuple[str, Callable[[], Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]]]:
+        return "onnxruntime", lambda: ort.InferenceSession(b"not a model", providers=["CPUExecutionProvider"])
+
+    fidelity = measure(bundle, run_oracle(onnx.load(samples.path("tiny-cnn"))), load_profile("generic"), opener)
+    assert fidelity["passed"] is True
+    assert fidelity["runtime"]["name"] == "onnxruntime" and "refused" in fidelity["runtime"]
+    assert "onnxruntime refused the bundle" in fidelity_summary(fidelity)

@@ -77,11 +77,12 @@ def test_static_int8_cls_agrees_on_held_out_text_lines(cls: onnx.ModelProto, met
     # 200 held-out lines drawn the same way. The issue asks 0.99 of a static int8 build; in int8 compute, with the
     # 7-bit weights that keep x86 CPUs without VNNI from saturating (`weights_int.INTEGER_LEVELS`), edgepack reaches
     # 0.97 (minmax) and 0.955 (percentile) without mixed precision (0.98 and 0.96 with 8-bit weights where nothing
-    # saturates), onnxruntime's quantize_static 0.93, int8 weights alone 0.99: see the issue note.
+    # saturates), onnxruntime's quantize_static 0.925 (with reduce_range; 0.59 without, on such a CPU), int8 weights
+    # alone 0.99: see the issue note.
     held_out = text_lines(2, 200)
     assert top1_agreement(cls, result.model, held_out) >= 0.95
     # The same model as onnxruntime fuses it: with 8-bit weights, an AVX2 CPU without VNNI saturated its int16 pair
-    # sums and agreed on 0.59 of the lines.
+    # sums and agreed on 0.51 of these lines.
     assert top1_agreement(cls, result.model, held_out, run_fused) >= 0.95
 
 

@@ -29,7 +29,8 @@ int8 form is faster. The range of per-block ratios shows the noise.
 "ran as" names what executed: onnxruntime's op types after its graph optimizations (`optimized_model_filepath`),
 OpenVINO's compiled layers with their runtime precision (Input, Output, Const, Reorder, Reshape left out).
 
-Without --write the TOML table is printed; with --write it is written to packager/quantize/int8_speed.toml.
+Without --write the TOML table is printed; with --write it is written to packager/quantize/int8_speed.toml, where
+this CPU kind's sections are replaced and other kinds' kept (a build uses the slowest kind's ratios).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ MARKS = {"static": "QuantizeLinear", "dynamic": "MatMulInteger", "weight_only": 
 """The op whose presence shows that quantize lowered the model in that form."""
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
 """CPU features that decide how fast int8 kernels can be."""
+INT8_KINDS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")
+"""The table's CPU kinds, best int8 instruction set first (without VNNI, uint8 x int8 goes through vpmaddubsw)."""
 
 
 @dataclass(frozen=True)
@@ -294,16 +297,24 @@ def cpu() -> tuple[str, list[str]]:
     return fields.get("model name", "unknown"), [flag for flag in ISA_FLAGS if flag in flags]
 
 
-def toml_text(results: dict[str, dict[str, dict[str, tuple[float, float, float]]]], blocks: int) -> str:
+def cpu_kind(flags: list[str]) -> str:
+    """The table section a CPU's measurements go under: the best of INT8_KINDS it has."""
+    return next((kind for kind in INT8_KINDS if kind in flags), "baseline")
+
+
+def toml_text(results: dict[str, dict[str, dict[str, tuple[float, float, float]]]], blocks: int,
+              existing: str) -> str:
+    """The table with this CPU kind's sections from `results`, and the other kinds' sections kept from `existing`."""
     model, flags = cpu()
+    kind = cpu_kind(flags)
     header = [
-        "# int8 / fp32 latency of edgepack's int8 forms, per runtime and op class.",
-        f"# Measured by benchmarks/int8_speed.py on {datetime.date.today().isoformat()}.",
-        f"# CPU: {model} ({', '.join(flags) or 'none of ' + ', '.join(ISA_FLAGS)}).",
-        f"# onnxruntime {ort.__version__} (CPUExecutionProvider, ORT_ENABLE_ALL); "
-        f"openvino {ov.__version__.split('-')[0]} (CPU, f32 inference precision, LATENCY); threads = 1.",
+        "# int8 / fp32 latency of edgepack's int8 forms, per runtime, CPU kind and op class. A build uses the slowest",
+        "# kind's ratio (a bundle's device is unknown at build time). `benchmarks/int8_speed.py --write` replaces the",
+        "# sections of the kind it runs on and keeps the others. A CPU's kind is the best int8 instruction set it has,",
+        f"# of {', '.join(INT8_KINDS)}.",
         "# A ratio is the int8 form's median latency over the fp32 model's, same runtime and input, medians of",
-        f"# {blocks} interleaved blocks: below 1 the int8 form is faster, above 1 slower.",
+        f"# {blocks} interleaved blocks, 1 thread: below 1 the int8 form is faster, above 1 slower.",
+        "# onnxruntime: CPUExecutionProvider, ORT_ENABLE_ALL; openvino: CPU, f32 inference precision, LATENCY.",
         "# static: calibrated uint8 QDQ around Conv/MatMul/Gemm; dynamic: DynamicQuantizeLinear + MatMulInteger",
         "# (MatMul/Gemm only); weight_only: int8 weights per output channel, fp32 compute (onnxruntime with",
         "# session.disable_quant_qdq = 1, as the generic bundle's manifest asks).",
@@ -312,14 +323,26 @@ def toml_text(results: dict[str, dict[str, dict[str, tuple[float, float, float]]
         "# 56x56, PointwiseConv 1x1 96->192 28x28, MatMul [1,128,384]x[384,1536], Gemm [1,1280]x[1280,1000];",
         "# InvertedResidual is MobileNetV2's block (1x1 24->144, 3x3 depthwise, 1x1 144->24, residual Add) at 56x56.",
     ]
-    tables = []
+    versions = {"onnxruntime": f"onnxruntime {ort.__version__}", "openvino": f"openvino {ov.__version__.split('-')[0]}"}
+    sections = {name: text for name, text in table_sections(existing).items() if name.split(".", 1)[1] != kind}
     for runtime, ops in results.items():
-        lines = [f"[{runtime}]"]
+        lines = [f"# {model} ({', '.join(flags) or 'none of ' + ', '.join(INT8_KINDS)}), "
+                 f"{datetime.date.today().isoformat()}, {versions[runtime]}", f"[{runtime}.{kind}]"]
         for op, measured in ops.items():
             keys = ", ".join(f"{form} = {measured[form][0]:.2f}" for form in FORMS if form in measured)
             lines.append(f"{op} = {{ {keys} }}")
-        tables.append("\n".join(lines))
-    return "\n".join(header) + "\n\n" + "\n\n".join(tables) + "\n"
+        sections[f"{runtime}.{kind}"] = "\n".join(lines)
+    return "\n".join(header) + "\n\n" + "\n\n".join(sections[name] for name in sorted(sections)) + "\n"
+
+
+def table_sections(text: str) -> dict[str, str]:
+    """`[runtime.kind]` -> that section's text, with the comment lines right above its header."""
+    sections: dict[str, str] = {}
+    for block in text.strip().split("\n\n"):
+        header = next((line for line in block.splitlines() if line.startswith("[")), None)
+        if header is not None:
+            sections[header.strip("[]")] = block
+    return sections
 
 
 def main() -> None:
@@ -361,7 +384,7 @@ def main() -> None:
             table.add_section()
     console = Console(width=200)
     console.print(table)
-    text = toml_text(results, args.blocks)
+    text = toml_text(results, args.blocks, TABLE.read_text(encoding="utf-8") if TABLE.exists() else "")
     if args.write:
         TABLE.write_text(text, encoding="utf-8")
         tomllib.loads(TABLE.read_text(encoding="utf-8"))

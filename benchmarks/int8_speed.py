@@ -324,7 +324,7 @@ def toml_text(results: dict[str, dict[str, dict[str, tuple[float, float, float]]
         "# InvertedResidual is MobileNetV2's block (1x1 24->144, 3x3 depthwise, 1x1 144->24, residual Add) at 56x56.",
     ]
     versions = {"onnxruntime": f"onnxruntime {ort.__version__}", "openvino": f"openvino {ov.__version__.split('-')[0]}"}
-    sections = {name: text for name, text in table_sections(existing).items() if name.split(".", 1)[1] != kind}
+    sections = {name: text for name, text in table_sections(existing).items() if name.partition(".")[2] != kind}
     for runtime, ops in results.items():
         lines = [f"# {model} ({', '.join(flags) or 'none of ' + ', '.join(INT8_KINDS)}), "
                  f"{datetime.date.today().isoformat()}, {versions[runtime]}", f"[{runtime}.{kind}]"]

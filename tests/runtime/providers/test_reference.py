@@ -3,6 +3,8 @@ groups, output padding, dilations, asymmetric pads, an output shape with either 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import onnx
 import pytest
@@ -60,3 +62,17 @@ def test_fp16_conv_transpose_accumulates_in_fp32_and_rounds_once() -> None:
     expected = run_onnxruntime(wide, {"x": x.astype(np.float32)})["y"]
     assert actual.dtype == np.float16
     np.testing.assert_allclose(actual.astype(np.float32), expected, rtol=1e-3, atol=1e-3)
+
+
+def test_sigmoid_of_large_inputs_is_exact_and_quiet() -> None:
+    """onnx's Sigmoid computes both of its branches; the one not taken overflows for large |x|. The provider keeps
+    numpy quiet about it, and the values are still 0 and 1 where onnxruntime gives them."""
+    node = helper.make_node("Sigmoid", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [5])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.array([-1000.0, -90.0, 0.0, 90.0, 1000.0], np.float32)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actual = Session(model, providers=["reference"]).run(feeds)["y"]
+    np.testing.assert_allclose(actual, run_onnxruntime(model, feeds)["y"], atol=1e-7)

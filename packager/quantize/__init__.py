@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 import onnx
@@ -65,11 +65,14 @@ COMPENSATED_WEIGHTS = frozenset({"int8", "int4"})
 ACTIVATION_MODES: dict[str, Mode] = {}
 
 
-def _registrar(table: dict[str, Any], kind: str) -> Callable[[str], Callable[[Any], Any]]:
+M = TypeVar("M", Mode, WeightMode)
+
+
+def _registrar(table: dict[str, M], kind: str) -> Callable[[str], Callable[[M], M]]:
     """A decorator factory that files a mode under its name in `table`, once."""
 
-    def register(name: str) -> Callable[[Any], Any]:
-        def decorate(mode: Any) -> Any:
+    def register(name: str) -> Callable[[M], M]:
+        def decorate(mode: M) -> M:
             if name in table:
                 raise ValueError(f"{kind} mode {name!r} registered twice")
             table[name] = mode

@@ -6,19 +6,17 @@ from __future__ import annotations
 import onnx
 
 from . import Calibration, QuantizeResult, register_activations
-from .dynamic_matmul import dynamic_matmul
+from .dynamic_matmul import INTEGER_OPS, dynamic_matmul
+from .int8_weights import WEIGHT_INPUT
 from .qdq_static import static_qdq
-
-STATIC_OPS = frozenset({"Conv", "MatMul", "Gemm"})
-DYNAMIC_OPS = frozenset({"MatMul", "Gemm"})
 
 
 def integer_op_types(activations: str, calibration: Calibration | None) -> frozenset[str]:
-    """The op types `activations` multiplies in integers: static int8 Conv, MatMul and Gemm, dynamic int8 MatMul
-    and Gemm, other modes none."""
+    """The op types `activations` multiplies in integers: static int8 every op with an int8 weight slot (Conv,
+    MatMul, Gemm), dynamic int8 MatMul and Gemm, other modes none."""
     if activations != "int8":
         return frozenset()
-    return STATIC_OPS if calibration is not None else DYNAMIC_OPS
+    return frozenset(WEIGHT_INPUT) if calibration is not None else INTEGER_OPS
 
 
 @register_activations("int8")

@@ -13,6 +13,9 @@ from edgepack.runtime.capability import attribute
 from . import QuantizeResult
 from .int8_weights import Int8Weight, int8_weight, without_dead_code
 
+INTEGER_OPS = frozenset({"MatMul", "Gemm"})
+"""The op types dynamic int8 multiplies in integers."""
+
 
 def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResult:
     graph = model.graph
@@ -20,7 +23,7 @@ def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResu
     initializers = {t.name: t for t in graph.initializer}
     nodes, lowered = [], []
     for node in graph.node:
-        weight = int8_weight(node, producers, initializers) if node.op_type in ("MatMul", "Gemm") else None
+        weight = int8_weight(node, producers, initializers) if node.op_type in INTEGER_OPS else None
         if node.name in keep or weight is None or not _plain(node, weight):
             nodes.append(node)
             continue

@@ -67,6 +67,8 @@ def per_channel(levels: int) -> Lower:
 
 
 int8_per_channel = per_channel(127)
+int8_integer_per_channel = per_channel(INTEGER_LEVELS)
+"""For weights that an op multiplies in integers."""
 
 
 def block_length(length: int, most: int) -> int | None:
@@ -119,7 +121,6 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Cal
     of top-level Conv/MatMul/Gemm round with compensated errors (`compensate.py`)."""
     readers_of = readers(model)
     integer_nodes = {node.name for node in model.graph.node if node.op_type in integer_ops}
-    narrowed = per_channel(INTEGER_LEVELS)
     compensated = CompensatedRounding(model, keep, calibration, kind) if calibration is not None else None
     lowered_by: set[str] = set()
     tensors = 0
@@ -141,7 +142,7 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Cal
                 kept_initializers.append(tensor)
                 continue
             rounding = (compensated.rounding(tensor.name) if compensated and graph is model.graph else None) or nearest
-            lowering = narrowed if users & integer_nodes else lower
+            lowering = int8_integer_per_channel if users & integer_nodes else lower
             added.extend(lowering(graph, tensor, numpy_helper.to_array(tensor), next(iter(where)), rounding))
             lowered_by |= users
             tensors += 1

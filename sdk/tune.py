@@ -134,13 +134,10 @@ def _median_seconds(variants: dict[str, Timed]) -> dict[str, float]:
 
 
 def _onnxruntime(model: onnx.ModelProto, feeds: Feeds) -> Timed:
-    from edgepack.targets.generic import onnxruntime_session
+    from edgepack.targets.generic import onnxruntime_run
 
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    copy.ir_version = min(copy.ir_version, 10)
-    session = onnxruntime_session(copy.SerializeToString())
-    return lambda: session.run(None, feeds)
+    run = onnxruntime_run(model)
+    return lambda: run(feeds)
 
 
 def _openvino(model: onnx.ModelProto, feeds: Feeds) -> Timed:

@@ -44,6 +44,16 @@ def onnxruntime_session(model: bytes, optimized: Path | None = None) -> Any:
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
+def onnxruntime_run(model: onnx.ModelProto) -> Run:
+    """`model` on an `onnxruntime_session` (its IR capped at 10, as onnxruntime 1.31 reads), outputs by name."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.ir_version = min(copy.ir_version, 10)
+    session = onnxruntime_session(copy.SerializeToString())
+    names = [o.name for o in session.get_outputs()]
+    return lambda feeds: dict(zip(names, session.run(names, feeds)))
+
+
 def open_on_onnxruntime(bundle: Path) -> tuple[str, Callable[[], Run]] | None:
     """The bundle's model on onnxruntime as an app runs it (`onnxruntime_session`), or None where onnxruntime is not
     installed. Its fused int8 kernels use this CPU's own instructions, which the reference provider's exact QDQ
@@ -53,14 +63,7 @@ def open_on_onnxruntime(bundle: Path) -> tuple[str, Callable[[], Run]] | None:
     except ImportError:
         return None
 
-    def open_session() -> Run:
-        model = onnx.load(bundle / ARTIFACT)
-        model.ir_version = min(model.ir_version, 10)
-        session = onnxruntime_session(model.SerializeToString())
-        names = [o.name for o in session.get_outputs()]
-        return lambda feeds: dict(zip(names, session.run(names, feeds)))
-
-    return f"onnxruntime {ort.__version__}", open_session
+    return f"onnxruntime {ort.__version__}", lambda: onnxruntime_run(onnx.load(bundle / ARTIFACT))
 
 
 @register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE,

@@ -14,6 +14,8 @@ from onnx import numpy_helper
 
 from edgepack import build, load_profile, samples
 from edgepack.samples.tiny import tiny_transformer
+from edgepack.targets import Run
+from edgepack.targets.generic import onnxruntime_run
 from edgepack.verify import compare, fidelity_summary, load_sample_inputs, measure, run_oracle
 
 
@@ -108,10 +110,8 @@ def test_a_bundle_the_runtime_computes_differently_fails_verification(tmp_path: 
     weight = next(t for t in wrong.graph.initializer if t.name == "fc.w_t")
     weight.CopyFrom(numpy_helper.from_array(-numpy_helper.to_array(weight), weight.name))
 
-    def opener(_: Path) -> tuple[str, Callable[[], Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]]]:
-        session = ort.InferenceSession(wrong.SerializeToString(), providers=["CPUExecutionProvider"])
-        names = [o.name for o in session.get_outputs()]
-        return "onnxruntime", lambda: lambda feeds: dict(zip(names, session.run(names, feeds)))
+    def opener(_: Path) -> tuple[str, Callable[[], Run]]:
+        return "onnxruntime", lambda: onnxruntime_run(wrong)
 
     profile = load_profile("generic")
     fidelity = measure(bundle, run_oracle(source), profile, opener)
@@ -123,7 +123,7 @@ def test_a_bundle_the_runtime_computes_differently_fails_verification(tmp_path: 
 def test_a_runtime_that_refuses_the_bundle_is_reported_not_failed(tmp_path: Path) -> None:
     bundle = build(samples.path("tiny-cnn"), "generic", tmp_path).bundle_dir
 
-    def opener(_: Path) -> tuple[str, Callable[[], Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]]]:
+    def opener(_: Path) -> tuple[str, Callable[[], Run]]:
         return "onnxruntime", lambda: ort.InferenceSession(b"not a model", providers=["CPUExecutionProvider"])
 
     fidelity = measure(bundle, run_oracle(onnx.load(samples.path("tiny-cnn"))), load_profile("generic"), opener)

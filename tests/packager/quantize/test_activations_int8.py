@@ -19,7 +19,7 @@ from edgepack.packager.quantize.weights_int import INTEGER_LEVELS
 from edgepack.packager.slim import slim
 from edgepack.samples.images import text_line
 from edgepack.samples.tiny import tiny_transformer
-from edgepack.targets.generic import onnxruntime_session
+from edgepack.targets.generic import onnxruntime_run
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime
 
@@ -53,12 +53,7 @@ def text_lines(seed: int, count: int) -> list[dict[str, np.ndarray]]:
 def run_fused(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Outputs from onnxruntime as it runs a generic bundle (ORT_ENABLE_ALL): each QDQ group fused into one integer
     kernel (QLinearConv, QGemm, MatMulInteger) with this CPU's int8 instructions."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    copy.ir_version = 10
-    session = onnxruntime_session(copy.SerializeToString())
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds)))
+    return onnxruntime_run(model)(feeds)
 
 
 def top1_agreement(source: onnx.ModelProto, lowered: onnx.ModelProto, inputs: list[dict[str, np.ndarray]],

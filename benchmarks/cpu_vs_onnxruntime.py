@@ -53,8 +53,9 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native.binding import NativeSession, library
 from edgepack.runtime.native.lower import lower
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 import edgepack
 from edgepack import samples
-from edgepack.build import target_available
+from edgepack.build_checks import target_available
 from edgepack.profile import builtin_names
 
 FIXED_SHAPES = {"embedded", "web", "ios"}

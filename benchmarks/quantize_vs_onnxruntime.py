@@ -66,10 +66,12 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 from edgepack.samples.tiny import tiny_transformer
+from edgepack.targets import TARGETS
 from edgepack.targets.generic import onnxruntime_session
 from edgepack.tune import choose_int8_compute
 from edgepack.verify import compare
@@ -187,7 +189,8 @@ def never_slower(case: Case, form: str, calibration: Calibration | None) -> byte
         return quantize(case.model, "int8", keep, activations=activations, calibration=calibration)
 
     lowered = lower(frozenset())
-    choice = choose_int8_compute(case.model, lowered, lower, frozenset(), "generic", form, case.held_out[0], False)
+    choice = choose_int8_compute(case.model, lowered, lower, frozenset(), TARGETS["generic"].runtime, form,
+                                 case.held_out[0], False)
     return serialized(lower(frozenset(), "fp32").model if choice.fp32_compute else lower(choice.slower).model)
 
 

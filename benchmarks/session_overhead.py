@@ -32,8 +32,8 @@ from rich.table import Table
 
 import edgepack
 from edgepack import samples
-from edgepack.manifest import read_manifest
 from edgepack.runtime import Session
+from edgepack.runtime.bundle_format import read_manifest
 from edgepack.sample_inputs import sample_feeds
 
 TARGET = 1.05

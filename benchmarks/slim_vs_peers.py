@@ -22,9 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 
 
 def run_onnxsim(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -71,8 +71,9 @@ from wasm_vs_onnxruntime_web import (
 import edgepack
 from edgepack import samples
 from edgepack.bench_chromium import run_ort, stage_ort
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 from edgepack.targets.web.chromium import Chromium, run_bundle
 
 SIDES = ("edgepack", "onnxruntime-web")

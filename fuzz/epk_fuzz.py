@@ -15,8 +15,9 @@ import tempfile
 from pathlib import Path
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native.build import fuzzer
 from edgepack.runtime.native.lower import lower
 

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import onnx
 import onnx_ir as ir
 
+from edgepack.runtime.graph_protos import iter_graph_protos
+
 
 def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
     """The graphs held directly in `node`'s attributes (If branches, Loop/Scan bodies)."""
@@ -23,18 +25,6 @@ def iter_graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
     for node in list(graph):
         for sub in subgraphs(node):
             yield from iter_graphs(sub)
-
-
-def iter_graph_protos(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """Yield `graph` and every nested subgraph of a protobuf graph."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from iter_graph_protos(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for sub in attr.graphs:
-                    yield from iter_graph_protos(sub)
 
 
 def count_nodes(model: onnx.ModelProto | ir.Model) -> int:

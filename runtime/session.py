@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgepack.errors import EdgepackError
-from edgepack.manifest import MANIFEST, describe_values, read_manifest, real_inputs
-
-from .providers import PROVIDERS
+from .bundle_format import MANIFEST, describe_values, read_manifest, real_inputs
+from .errors import EdgepackError
+from .providers import PROVIDERS, Provider
 
 PORTABLE = "onnx"
 """A partition that is plain ONNX: any provider may run it."""
@@ -36,22 +35,30 @@ class Session:
     """Runs a bundle folder, an .onnx file or a ModelProto: `Session(path).run({"x": array})`."""
 
     def __init__(self, source: str | Path | onnx.ModelProto, providers: list[str] | None = None,
-                 provider_options: dict[str, dict[str, Any]] | None = None) -> None:
+                 provider_options: dict[str, dict[str, Any]] | None = None, full_precision: bool = False,
+                 threads: int | None = None, manifest: dict[str, Any] | None = None) -> None:
         """`providers`: the providers this session may use (default: each partition's own, `reference` for plain
         ONNX). `provider_options`: per provider, options that override the bundle's (e.g. `{"openvino":
-        {"inference_precision": "fp32", "threads": 1}}`)."""
+        {"inference_precision": "fp32", "threads": 1}}`). `full_precision`: every provider computes in fp32 where it
+        would lower precision on its own (OpenVINO's bf16 on AMX CPUs). `threads`: the thread count of providers
+        that take one. `manifest`: with a bundle folder, its manifest's `inputs`, `outputs` and `partitions` when
+        `manifest.json` is not written yet (the build's verify stage runs the bundle before it assembles that)."""
         self.requested = list(providers) if providers else None
         self.provider_options = provider_options or {}
+        self.full_precision = full_precision
+        self.threads = threads
         for name in [*(self.requested or []), *self.provider_options]:
             self._usable(name)
         self.folder: Path | None = None
         if isinstance(source, onnx.ModelProto):
             manifest, models = self._plain(source, "model"), {"model": source}
+        elif manifest is not None:
+            self.folder, models = Path(source), {}
         elif Path(source).is_dir() and (Path(source) / MANIFEST).is_file():
             self.folder = Path(source)
             manifest, models = read_manifest(self.folder), {}
         else:
-            from edgepack.loader import load_model
+            from .model_file import load_model
 
             model = load_model(source).model
             manifest, models = self._plain(model, str(source)), {str(source): model}
@@ -95,7 +102,8 @@ class Session:
         name = self._provider_for(info)
         self._usable(name)
         provider = PROVIDERS[name]
-        options = {**info.get("options", {}), **self.provider_options.get(name, {})}
+        options = {**info.get("options", {}), **self._session_options(provider),
+                   **self.provider_options.get(name, {})}
         artifact = info["artifact"]
         if artifact in models:
             return _Partition(info, name, provider.compile(models[artifact], options))
@@ -106,6 +114,13 @@ class Session:
             raise EdgepackError(f"the {name!r} provider cannot load {artifact}", where=str(path),
                                 fix="rebuild the bundle for a profile whose providers this session has")
         return _Partition(info, name, provider.load(path, options))
+
+    def _session_options(self, provider: Provider) -> dict[str, Any]:
+        """The options this session's `full_precision` and `threads` ask of `provider`."""
+        options = dict(provider.full_precision) if self.full_precision else {}
+        if self.threads is not None and provider.thread_option is not None:
+            options[provider.thread_option] = self.threads
+        return options
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Outputs by name; feeds are checked against the inputs' names, dtypes and fixed dims first."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from .catalog import SAMPLES, Sample
 from .fetch import cache_dir, fetch_real

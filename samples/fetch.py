@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from .atomic import write_bytes_atomically
 from .catalog import Sample

@@ -14,10 +14,11 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from .errors import EdgepackError
+from edgepack.runtime.bundle_format import MANIFEST, read_manifest, sha256_file
+from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.model_file import resolve_model_path
+
 from .input_files import check_names
-from .loader import resolve_model_path
-from .manifest import MANIFEST, read_manifest, sha256_file
 from .peak_rss import PeakRSS
 from .sample_inputs import dims_of, sample_feeds
 
@@ -159,11 +160,8 @@ def _measure(name: str, load: Callable[[], _Engine], feeds_for: Callable[[_Engin
 
 def _load_edgepack(model: str | Path, provider: str | None, threads: int) -> _Engine:
     from edgepack.runtime import Session
-    from edgepack.runtime.providers import PROVIDERS
 
-    openvino = PROVIDERS.get("openvino")
-    options = {"openvino": {"threads": threads}} if openvino is not None and openvino.missing() is None else None
-    session = Session(model, providers=[provider] if provider else None, provider_options=options)
+    session = Session(model, providers=[provider] if provider else None, threads=threads)
     return _Engine(session.run, list(dict.fromkeys(p.provider for p in session.partitions)), session.inputs)
 
 

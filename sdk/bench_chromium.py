@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 import onnx
 
+from edgepack.runtime.bundle_format import read_manifest, sha256_file
+from edgepack.runtime.errors import EdgepackError
+
 from .bench_qemu import TOLERANCE
-from .errors import EdgepackError
 from .input_files import check_names
-from .manifest import read_manifest, sha256_file
 from .sample_inputs import dims_of, sample_feeds
 
 DEVICE = "chromium"

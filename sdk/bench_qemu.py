@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
+
 from .input_files import check_names
 from .sample_inputs import dims_of, sample_feeds
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 
 def refuse_existing(final: Path, force: bool) -> None:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
+
 from .input_files import load_array
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
+
 from .manifest import describe_quantization
 
 HOST_RUNS = 50
@@ -263,7 +264,7 @@ def print_device_report(report: Any, lines: list[str], as_json: bool) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from .build import target_available
+    from .build_checks import target_available
     from .profile import builtin_names, load_profile
 
     profiles = [load_profile(name) for name in builtin_names()]
@@ -310,7 +311,7 @@ def cmd_samples(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from edgepack import __version__
+    from edgepack.runtime.version import __version__
 
     root = argparse.ArgumentParser(prog="edgepack", description="Take one ONNX model to browsers, phones and "
                                    "edge boards: slim, quantize, partition, bundle, verify.")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 FIX = "write it as NAME=FILE with a .npy file (or a .npz holding an array named NAME), e.g. --input x=image.npy"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import onnx
 
-from .errors import EdgepackError
-from .manifest import real_inputs
+from edgepack.runtime.bundle_format import real_inputs
+from edgepack.runtime.errors import EdgepackError
 
 FIX = "write it as NAME=D1,D2,... with positive integers, e.g. --input-shape x=1,3,224,224"
 

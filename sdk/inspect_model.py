@@ -10,10 +10,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from edgepack.packager.graphs import iter_graph_protos
-
-from .loader import load_model
-from .manifest import MANIFEST, describe_values, read_manifest, real_inputs
+from edgepack.runtime.bundle_format import MANIFEST, describe_values, read_manifest, real_inputs
+from edgepack.runtime.graph_protos import iter_graph_protos
+from edgepack.runtime.model_file import load_model
 
 CONTROL_FLOW = ("If", "Loop", "Scan")
 

@@ -3,28 +3,28 @@ doubling how many until the tolerance holds or every node is kept."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterator
 
 import onnx
 
+from edgepack.packager.profile import Profile
 from edgepack.packager.quantize import QuantizeResult
 from edgepack.packager.quantize.sensitivity import rank_nodes
 
-from .profile import Profile
-from .verify import Oracle, profile_runner
-
-Attempt = Callable[[list[str]], dict[str, Any]]
-"""Rebuilds the bundle with the given nodes kept in fp32 and returns its fidelity."""
+from .model_runner import profile_runner
+from .verify import Oracle
 
 
-def keep_sensitive_in_float(reference: onnx.ModelProto, lowered: QuantizeResult, oracle: Oracle, profile: Profile,
-                            attempt: Attempt) -> tuple[list[str], dict[str, Any]]:
-    """The nodes kept in fp32 (most sensitive first) and the fidelity of the last attempt."""
-    ranking = rank_nodes(reference, lowered.model, lowered.nodes, oracle.samples, profile_runner(profile))
+def sensitivity_order(source: onnx.ModelProto, quantized: QuantizeResult, oracle: Oracle, profile: Profile
+                      ) -> list[str]:
+    """The quantized nodes, most sensitive first: each ranked by the relative error it adds over its inputs' error,
+    measured on the profile's first provider at full precision."""
+    return rank_nodes(source, quantized.model, quantized.nodes, oracle.samples, profile_runner(profile))
+
+
+def doubling(order: list[str]) -> Iterator[list[str]]:
+    """The nodes to keep in fp32 at each attempt: the first 1, 2, 4, ... of `order`, ending with all of them."""
     kept: list[str] = []
-    fidelity: dict[str, Any] = {"passed": False}
-    while not fidelity["passed"] and len(kept) < len(ranking):
-        kept = ranking[:max(1, 2 * len(kept))]
-        fidelity = attempt(kept)
-    return kept, fidelity
+    while len(kept) < len(order):
+        kept = order[:max(1, 2 * len(kept))]
+        yield kept

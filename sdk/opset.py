@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 from onnx import version_converter
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 
 def default_opset(model: onnx.ModelProto) -> int:

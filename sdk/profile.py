@@ -3,73 +3,13 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import EdgepackError
-
-TARGETS = ("generic", "web", "ios", "android", "embedded", "openvino")
-PROVIDERS = ("reference", "cpu", "neon", "wasm", "webgpu", "openvino", "coreml")
-WEIGHT_PRECISIONS = ("fp32", "fp16", "int8", "int4", "palette4", "palette6", "palette8")
-"""paletteN: N-bit lookup-table weights (k-means palettization), which CoreML builds apply with coremltools."""
-ACTIVATION_PRECISIONS = ("fp32", "fp16", "int8")
-MIN_OPSET, MAX_OPSET = 7, 23
-DEPLOYMENT_TARGETS = ("iOS16", "iOS17", "iOS18", "macOS13", "macOS14", "macOS15")
-"""CoreML minimum deployment targets: the ML Program opset a CoreML model may use."""
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    description: str
-    target: str
-    providers: tuple[str, ...]
-    weights: str = "fp32"
-    activations: str = "fp32"
-    opset_min: int = MIN_OPSET
-    opset_max: int = MAX_OPSET
-    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    """Shapes pinned per input name."""
-    dims: dict[str, int] = field(default_factory=dict)
-    """Symbolic dimensions pinned by name wherever they appear (e.g. batch = 1)."""
-    bundle_mb: float | None = None
-    peak_memory_mb: float | None = None
-    min_cosine: float = 0.999
-    min_cosine_int8: float = 0.99
-    """The cosine asked of builds with int8 weights or activations, coarser than any float."""
-    min_cosine_int4: float = 0.9
-    """The cosine asked of builds with int4 weights."""
-    max_abs_diff: float | None = None
-    deployment_target: str = "iOS16"
-    """The CoreML minimum deployment target (ios target)."""
-    source: str = ""
-    """Where the profile was read from: `builtin:NAME` or a file path."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """The profile as it is written into a bundle manifest."""
-        return {
-            "name": self.name,
-            "target": self.target,
-            "providers": list(self.providers),
-            "precision": {"weights": self.weights, "activations": self.activations},
-            "opset": {"min": self.opset_min, "max": self.opset_max},
-            "shapes": {"inputs": {k: list(v) for k, v in self.input_shapes.items()}, "dims": dict(self.dims)},
-            "budgets": {"bundle_mb": self.bundle_mb, "peak_memory_mb": self.peak_memory_mb},
-            "fidelity": {"min_cosine": self.min_cosine, "min_cosine_int8": self.min_cosine_int8,
-                         "min_cosine_int4": self.min_cosine_int4, "max_abs_diff": self.max_abs_diff},
-            "coreml": {"deployment_target": self.deployment_target},
-        }
-
-    @property
-    def required_cosine(self) -> float:
-        """The least cosine a build of this precision must reach: the key of its coarsest number format."""
-        if self.weights in ("int4", "palette4"):
-            return self.min_cosine_int4
-        if "int8" in (self.weights, self.activations) or self.weights in ("palette6", "palette8"):
-            return self.min_cosine_int8
-        return self.min_cosine
+from edgepack.packager.profile import ACTIVATION_PRECISIONS, MAX_OPSET, MIN_OPSET, WEIGHT_PRECISIONS, Profile
+from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.providers import PROVIDERS
 
 
 # The schema: table -> key -> (checker, description of allowed values).
@@ -80,6 +20,17 @@ def _one_of(options: tuple[str, ...]):
 def _providers(v: Any) -> bool:
     return isinstance(v, list) and len(v) > 0 and all(isinstance(p, str) and p in PROVIDERS for p in v) \
         and len(set(v)) == len(v)
+
+
+def _deployment_targets() -> tuple[str, ...]:
+    """The CoreML provider's deployment targets, read when a profile names one."""
+    from edgepack.runtime.providers.coreml.convert import DEPLOYMENT_TARGETS
+
+    return DEPLOYMENT_TARGETS
+
+
+def _deployment_target(v: Any) -> bool:
+    return isinstance(v, str) and v in _deployment_targets()
 
 
 def _opset(v: Any) -> bool:
@@ -112,7 +63,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
     "": {
         "name": (_text, "a non-empty string"),
         "description": (_text, "a non-empty string"),
-        "target": _one_of(TARGETS),
+        "target": (_text, "a target name (`edgepack profiles` lists those this version builds)"),
         "providers": (_providers, "a non-empty list without repeats of " + ", ".join(repr(p) for p in PROVIDERS)),
     },
     "precision": {"weights": _one_of(WEIGHT_PRECISIONS), "activations": _one_of(ACTIVATION_PRECISIONS)},
@@ -125,7 +76,8 @@ SCHEMA: dict[str, dict[str, tuple[Any, str]]] = {
                  "min_cosine_int8": (_fraction, "a number from 0 to 1"),
                  "min_cosine_int4": (_fraction, "a number from 0 to 1"),
                  "max_abs_diff": (_positive, "a positive number")},
-    "coreml": {"deployment_target": _one_of(DEPLOYMENT_TARGETS)},
+    "coreml": {"deployment_target": (_deployment_target,
+                                     lambda: "one of " + ", ".join(repr(t) for t in _deployment_targets()))},
 }
 REQUIRED = ("name", "target", "providers")
 
@@ -213,5 +165,6 @@ def _check(table: dict[str, tuple[Any, str]], key: str, value: Any, dotted: str,
                             fix=f"allowed keys here are: {', '.join(allowed)}")
     check, allowed_values = table[key]
     if not check(value):
+        allowed = allowed_values() if callable(allowed_values) else allowed_values
         raise EdgepackError(f"profile key {dotted!r} has the bad value {value!r}", where=source,
-                            fix=f"it must be {allowed_values}")
+                            fix=f"it must be {allowed}")

@@ -14,7 +14,8 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
+
 from .input_files import check_names, load_inputs
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 FIRST_AXIS = 1
 """Size of a symbolic or unknown dim on axis 0 (the batch, usually)."""

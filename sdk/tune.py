@@ -7,7 +7,6 @@ compute."""
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import time
 from collections.abc import Callable
@@ -19,17 +18,16 @@ import onnx
 from edgepack.packager.quantize import QuantizeResult
 from edgepack.packager.quantize.never_slower import (
     FORM_CLASSES,
-    RUNTIME_OF_TARGET,
     WORTH_IT,
     op_class,
     slower_in_int8,
 )
-
-from .errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
+from edgepack.targets import ShippedRuntime
 
 Feeds = dict[str, np.ndarray]
 Timed = Callable[[], object]
-Lower = Callable[[frozenset[str]], QuantizeResult]
+Requantize = Callable[[frozenset[str]], QuantizeResult]
 BLOCKS = 5
 BLOCK_SECONDS = 0.05
 """About how long one block of calls to one variant lasts; blocks rotate over the variants."""
@@ -38,7 +36,7 @@ BLOCK_SECONDS = 0.05
 @dataclass(frozen=True)
 class SpeedChoice:
     slower: frozenset[str]
-    """Lowered nodes kept in float because their op class is slower in int8."""
+    """Quantized nodes kept in float because their op class is slower in int8."""
     tuned: dict[str, float] | None
     """int8 / fp32 latency of the model with each class alone in int8, when timed."""
     int8_over_fp32: float | None
@@ -49,67 +47,75 @@ class SpeedChoice:
     """int8 compute is left out: no op class was faster in it, or the chosen model was not faster as a whole."""
 
 
-def choose_int8_compute(reference: onnx.ModelProto, lowered: QuantizeResult, lower: Lower, excluded: frozenset[str],
-                        target: str, form: str, feeds: Feeds, tune: bool) -> SpeedChoice:
-    """Which lowered nodes stay float for speed. `lower(keep)` quantizes with the nodes in `keep` left in float."""
-    runtime = RUNTIME_OF_TARGET.get(target)
-    make = RUNNERS.get(runtime or "") if runtime and _installed(runtime) else None
+def choose_int8_compute(source: onnx.ModelProto, quantized: QuantizeResult, requantize: Requantize,
+                        excluded: frozenset[str], runtime: ShippedRuntime | None, form: str, feeds: Feeds,
+                        tune: bool) -> SpeedChoice:
+    """Which quantized nodes stay float for speed on `runtime`, the one the target's bundles run on.
+    `requantize(keep)` quantizes again with the nodes in `keep` left in float."""
+    name = runtime.name if runtime else None
+    make = _timer(runtime) if runtime and runtime.installed() else None
     if tune and make is None:
-        raise EdgepackError(f"--tune cannot time the {target!r} target here: its runtime "
-                            f"({runtime or 'none known'}) is not installed on this machine",
+        raise EdgepackError(f"--tune cannot time int8 against fp32 here: the runtime the target's bundles run on "
+                            f"({name or 'none known'}) is not installed on this machine",
                             where="quantize stage", fix="build without --tune: the measured table then decides")
-    classes = _classes(reference, lowered, excluded, form)
+    classes = _classes(source, quantized, excluded, form)
     candidates = set().union(*classes.values()) if classes else set()
     if tune:
-        slower, tuned = _per_class(reference, classes, lower, excluded, make, feeds)
+        slower, tuned = _per_class(source, classes, requantize, excluded, make, feeds)
     else:
-        slower, tuned = slower_in_int8(lowered.model, target, form) & candidates, None
+        slower, tuned = slower_in_int8(quantized.model, name, form) & candidates, None
     if candidates <= slower:
-        return SpeedChoice(slower, tuned, None, runtime, fp32_compute=True)
+        return SpeedChoice(slower, tuned, None, name, fp32_compute=True)
     if make is None:
         return SpeedChoice(slower, tuned, None, None)
-    ratio = _whole_ratio(reference, lower(excluded | slower), make, feeds)
+    ratio = _whole_ratio(source, requantize(excluded | slower), make, feeds)
     if ratio > WORTH_IT and not tune:
-        slower, tuned = _per_class(reference, classes, lower, excluded, make, feeds)
+        slower, tuned = _per_class(source, classes, requantize, excluded, make, feeds)
         if candidates <= slower:
-            return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=True)
-        ratio = _whole_ratio(reference, lower(excluded | slower), make, feeds)
-    return SpeedChoice(slower, tuned, round(ratio, 3), runtime, fp32_compute=ratio > WORTH_IT)
+            return SpeedChoice(slower, tuned, round(ratio, 3), name, fp32_compute=True)
+        ratio = _whole_ratio(source, requantize(excluded | slower), make, feeds)
+    return SpeedChoice(slower, tuned, round(ratio, 3), name, fp32_compute=ratio > WORTH_IT)
 
 
-def _installed(runtime: str) -> bool:
-    return importlib.util.find_spec(runtime) is not None
+def _timer(runtime: ShippedRuntime) -> Callable[[onnx.ModelProto, Feeds], Timed]:
+    """Makes a timed call of a model on `runtime`."""
+
+    def make(model: onnx.ModelProto, feeds: Feeds) -> Timed:
+        run = runtime.run(model)
+        return lambda: run(feeds)
+
+    return make
 
 
-def _classes(reference: onnx.ModelProto, lowered: QuantizeResult, excluded: frozenset[str], form: str
+def _classes(source: onnx.ModelProto, quantized: QuantizeResult, excluded: frozenset[str], form: str
              ) -> dict[str, set[str]]:
-    """Op class -> the lowered nodes of that class, for the classes `form` computes in int8."""
-    initializers = {t.name: t for t in reference.graph.initializer}
-    by_name = {node.name: node for node in reference.graph.node}
+    """Op class -> the quantized nodes of that class, for the classes `form` computes in int8."""
+    initializers = {t.name: t for t in source.graph.initializer}
+    by_name = {node.name: node for node in source.graph.node}
     classes: dict[str, set[str]] = {}
-    for name in set(lowered.nodes) - excluded:
+    for name in set(quantized.nodes) - excluded:
         kind = op_class(by_name[name], initializers) if name in by_name else None
         if kind in FORM_CLASSES[form]:
             classes.setdefault(kind, set()).add(name)
     return classes
 
 
-def _per_class(reference: onnx.ModelProto, classes: dict[str, set[str]], lower: Lower, excluded: frozenset[str],
+def _per_class(source: onnx.ModelProto, classes: dict[str, set[str]], requantize: Requantize, excluded: frozenset[str],
                make: Callable[[onnx.ModelProto, Feeds], Timed], feeds: Feeds
                ) -> tuple[frozenset[str], dict[str, float]]:
     candidates = set().union(*classes.values()) if classes else set()
-    variants = {"fp32": make(reference, feeds)}
+    variants = {"fp32": make(source, feeds)}
     for kind, nodes in classes.items():
-        variants[kind] = make(lower(frozenset(excluded | (candidates - nodes))).model, feeds)
+        variants[kind] = make(requantize(frozenset(excluded | (candidates - nodes))).model, feeds)
     medians = _median_seconds(variants)
     ratios = {kind: medians[kind] / medians["fp32"] for kind in classes}
     slower = frozenset(name for kind, nodes in classes.items() if ratios[kind] > WORTH_IT for name in nodes)
     return slower, {kind: round(ratio, 3) for kind, ratio in sorted(ratios.items())}
 
 
-def _whole_ratio(reference: onnx.ModelProto, chosen: QuantizeResult, make: Callable[[onnx.ModelProto, Feeds], Timed],
+def _whole_ratio(source: onnx.ModelProto, chosen: QuantizeResult, make: Callable[[onnx.ModelProto, Feeds], Timed],
                  feeds: Feeds) -> float:
-    medians = _median_seconds({"fp32": make(reference, feeds), "int8": make(chosen.model, feeds)})
+    medians = _median_seconds({"fp32": make(source, feeds), "int8": make(chosen.model, feeds)})
     return medians["int8"] / medians["fp32"]
 
 
@@ -131,21 +137,3 @@ def _median_seconds(variants: dict[str, Timed]) -> dict[str, float]:
                 run()
             seconds[name].append((time.perf_counter() - start) / calls[name])
     return {name: statistics.median(values) for name, values in seconds.items()}
-
-
-def _onnxruntime(model: onnx.ModelProto, feeds: Feeds) -> Timed:
-    from edgepack.targets.generic import onnxruntime_run
-
-    run = onnxruntime_run(model)
-    return lambda: run(feeds)
-
-
-def _openvino(model: onnx.ModelProto, feeds: Feeds) -> Timed:
-    from edgepack.runtime.providers import PROVIDERS
-
-    compiled = PROVIDERS["openvino"].compile(model, {"threads": 1})
-    return lambda: compiled.run(feeds)
-
-
-RUNNERS: dict[str, Callable[[onnx.ModelProto, Feeds], Timed]] = {"onnxruntime": _onnxruntime, "openvino": _openvino}
-"""Runtime name -> makes a timed call of a model on it (one thread)."""

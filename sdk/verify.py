@@ -11,17 +11,15 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgepack.targets import RuntimeOpener
+from edgepack.packager.profile import Profile
+from edgepack.runtime.errors import EdgepackError
+from edgepack.targets import ShippedRuntime
 
-from .errors import EdgepackError
 from .input_files import load_array
-from .profile import Profile
 from .sample_inputs import sample_feeds
 
 SEEDS = (0, 1)
 """Seeds of the generated sample inputs when the user gives none."""
-FIDELITY_CHECK_OPTIONS = {"openvino": {"inference_precision": "fp32"}}
-"""Accelerators compute in full precision while fidelity is checked (OpenVINO defaults to bf16 on AMX CPUs)."""
 
 
 def load_sample_inputs(folder: str | Path, input_names: Sequence[str]) -> list[dict[str, np.ndarray]]:
@@ -114,41 +112,20 @@ def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
     return Oracle(samples, expected, origin)
 
 
-def model_inputs(model: onnx.ModelProto) -> list[Any]:
-    """The model's input specs (name, dtype, shape), as `Session.inputs` gives them."""
-    from edgepack.runtime import Session
-
-    return Session(model, providers=["reference"]).inputs
-
-
-def profile_runner(profile: Profile) -> Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]]:
-    """Runs a whole model on the profile's first provider in full precision, or on `reference` when that one
-    refuses it."""
-    from edgepack.runtime import Session
-
-    def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        try:
-            session = Session(model, providers=[profile.providers[0]], provider_options=FIDELITY_CHECK_OPTIONS)
-        except Exception:  # noqa: BLE001  (an accelerator that cannot compile the whole model)
-            session = Session(model, providers=["reference"])
-        return session.run(feeds)
-
-    return run
-
-
-def measure(bundle: Path, oracle: Oracle, profile: Profile, runtime: RuntimeOpener | None = None) -> dict[str, Any]:
+def measure(bundle: Path, oracle: Oracle, profile: Profile, runtime: ShippedRuntime | None = None,
+            manifest: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest's `fidelity`: the bundle against the oracle's outputs, per output, worst case over samples; with
     `runtime`, also on the runtime the bundle ships to (`runtime`: its name, outputs, failures, or why it refused)."""
     from edgepack.runtime import Session
 
-    built = Session(bundle, provider_options=FIDELITY_CHECK_OPTIONS)
+    built = Session(bundle, full_precision=True, manifest=manifest)
     outputs = _scores(built.run, oracle)
     failures = _failures(outputs, profile)
     fidelity: dict[str, Any] = {"oracle": "reference provider on the fp32 source", "inputs": oracle.origin,
                                 "samples": len(oracle.samples), "outputs": outputs,
                                 "tolerance": {"min_cosine": profile.required_cosine,
                                               "max_abs_diff": profile.max_abs_diff}}
-    on_runtime = _on_runtime(runtime, bundle, oracle, profile) if runtime is not None else None
+    on_runtime = _on_runtime(runtime, bundle, oracle, profile) if runtime and runtime.open_bundle else None
     if on_runtime is not None:
         fidelity["runtime"] = on_runtime
         failures += [f"{name} on {on_runtime['name']}" for name in on_runtime.get("failed_outputs", [])]
@@ -177,10 +154,10 @@ def _failures(outputs: dict[str, dict[str, float | None]], profile: Profile) -> 
             or (profile.max_abs_diff is not None and m["max_abs_diff"] > profile.max_abs_diff)]
 
 
-def _on_runtime(runtime: RuntimeOpener, bundle: Path, oracle: Oracle, profile: Profile) -> dict[str, Any] | None:
+def _on_runtime(runtime: ShippedRuntime, bundle: Path, oracle: Oracle, profile: Profile) -> dict[str, Any] | None:
     """The bundle's scores on its runtime, None where that runtime is not installed, or why the runtime refused it
     (a refusal is reported, not failed: the providers verified the bundle, and other runtimes may take it)."""
-    opened = runtime(bundle)
+    opened = runtime.open_bundle(bundle)
     if opened is None:
         return None
     name, open_session = opened

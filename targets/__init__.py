@@ -12,6 +12,7 @@ import onnx
 
 if TYPE_CHECKING:
     from edgepack.packager.partition import Partition
+    from edgepack.packager.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class BundleInput:
     """The slimmed (and quantized) model."""
     name: str
     """The model's name, for file and package names."""
-    profile: dict[str, Any]
+    profile: Profile
     partitions: list[Partition]
     """The model split per provider by the partitioner."""
     example: dict[str, np.ndarray]
@@ -37,6 +38,19 @@ RuntimeOpener = Callable[[Path], "tuple[str, Callable[[], Run]] | None"]
 
 
 @dataclass(frozen=True)
+class ShippedRuntime:
+    """The runtime a target's bundles run on in apps, as far as it is installed on the building machine."""
+
+    name: str
+    """Its section in the never-slower table (`int8_speed.toml`)."""
+    installed: Callable[[], bool]
+    run: Callable[[onnx.ModelProto], Run]
+    """A model on it with one thread, as the never-slower and `--tune` timings run it."""
+    open_bundle: RuntimeOpener | None = None
+    """Where the verify stage also runs the written bundle on it (the generic target: onnxruntime)."""
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     summary: str
@@ -46,8 +60,8 @@ class Target:
     """The (weights, activations) precisions the target builds."""
     applies_precision: bool = False
     """The target lowers precision itself with its vendor's tools (CoreML): the quantize stage keeps fp32."""
-    runtime: RuntimeOpener | None = None
-    """Where the verify stage also runs the bundle, beside its own providers (the generic target: onnxruntime)."""
+    runtime: ShippedRuntime | None = None
+    """The runtime its bundles run on in apps, whose speed decides int8 compute."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -59,7 +73,7 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
-             applies_precision: bool = False, runtime: RuntimeOpener | None = None) -> Callable[[Write], Write]:
+             applies_precision: bool = False, runtime: ShippedRuntime | None = None) -> Callable[[Write], Write]:
     def decorate(write: Write) -> Write:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import onnx
 
 from edgepack.packager.graphs import count_nodes
 
-from . import LOWERED_COMPUTE, WEIGHT_ONLY, BundleInput, Run, register
+from . import LOWERED_COMPUTE, WEIGHT_ONLY, BundleInput, Run, ShippedRuntime, register
 
 ARTIFACT = "model.onnx"
 
@@ -66,8 +67,11 @@ def open_on_onnxruntime(bundle: Path) -> tuple[str, Callable[[], Run]] | None:
     return f"onnxruntime {ort.__version__}", lambda: onnxruntime_run(onnx.load(bundle / ARTIFACT))
 
 
-@register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE,
-          runtime=open_on_onnxruntime)
+ONNXRUNTIME = ShippedRuntime("onnxruntime", lambda: importlib.util.find_spec("onnxruntime") is not None,
+                             onnxruntime_run, open_on_onnxruntime)
+
+
+@register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE, runtime=ONNXRUNTIME)
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     (staging / ARTIFACT).write_bytes(bundle.model.SerializeToString(deterministic=True))
     graph = bundle.model.graph

@@ -6,14 +6,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import onnx
+
+from edgepack.runtime.providers import PROVIDERS
 from edgepack.runtime.providers.openvino import to_ir
 
-from . import WEIGHT_ONLY, BundleInput, register, write_onnx_partition
+from . import WEIGHT_ONLY, BundleInput, Run, ShippedRuntime, register, write_onnx_partition
 
 
-@register("openvino", "OpenVINO IR partitions plus ONNX fallback partitions", precisions=WEIGHT_ONLY)
+def openvino_run(model: onnx.ModelProto) -> Run:
+    """`model` compiled by OpenVINO on one thread."""
+    return PROVIDERS["openvino"].compile(model, {"threads": 1}).run
+
+
+OPENVINO = ShippedRuntime("openvino", lambda: PROVIDERS["openvino"].missing() is None, openvino_run)
+
+
+@register("openvino", "OpenVINO IR partitions plus ONNX fallback partitions", precisions=WEIGHT_ONLY,
+          runtime=OPENVINO)
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
-    precision = bundle.profile["precision"]
+    profile = bundle.profile
     entries = []
     for part in bundle.partitions:
         if part.provider != "openvino":
@@ -23,5 +35,5 @@ def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         to_ir(part.model, staging / artifact)
         entries.append({"id": part.id, "provider": part.provider, "artifact": artifact, "inputs": part.inputs,
                         "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops,
-                        "options": {"inference_precision": precision["activations"]}})
+                        "options": {"inference_precision": profile.activations}})
     return entries

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import onnx
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.epk import Plan
 from edgepack.runtime.native.lower import lower_to_plan
 from edgepack.runtime.native.lower_ops import EMITTERS

@@ -6,7 +6,9 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from ..graphs import iter_graph_protos, iter_graphs
+from edgepack.runtime.graph_protos import iter_graph_protos
+
+from ..graphs import iter_graphs
 
 ONNX_DOMAINS = frozenset({"", "ai.onnx"})
 FOLDABLE_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})

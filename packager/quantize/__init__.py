@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 import onnx
 
-from ..graphs import iter_graph_protos
+from edgepack.runtime.graph_protos import iter_graph_protos
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..graphs import iter_graph_protos
+from edgepack.runtime.graph_protos import iter_graph_protos
+
 from . import Calibration, QuantizeResult, register_activations
 
 FLOAT, HALF = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16

@@ -17,11 +17,9 @@ WORTH_IT = 0.9
 """The most int8 / fp32 latency at which int8 compute is chosen. A gain under 10% is within this machine's timing
 noise (the same cls build measured 0.97x under load and 1.0x idle, and shipped different bundles) and does not pay
 for the fidelity int8 activations cost."""
-RUNTIME_OF_TARGET = {"generic": "onnxruntime", "openvino": "openvino"}
 FORM_CLASSES = {"static": frozenset({"Conv", "DepthwiseConv", "PointwiseConv", "MatMul", "Gemm"}),
                 "dynamic": frozenset({"MatMul", "Gemm"})}
 """The op classes each int8 form computes in int8; the others keep int8 weights under float compute."""
-"""The runtime whose speed decides for each target's bundles (a generic bundle is run by onnxruntime)."""
 
 
 @cache
@@ -55,10 +53,10 @@ def op_class(node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto]) ->
     return "PointwiseConv" if kernel and all(k == 1 for k in kernel) else "Conv"
 
 
-def slower_in_int8(model: onnx.ModelProto, target: str, form: str) -> frozenset[str]:
-    """Top-level nodes of the classes `form` (static or dynamic) computes in int8 whose measured ratio on the runtime
-    of `target` is above WORTH_IT (a target without measurements: all of them)."""
-    ratios = speed_table().get(RUNTIME_OF_TARGET.get(target, ""), {})
+def slower_in_int8(model: onnx.ModelProto, runtime: str | None, form: str) -> frozenset[str]:
+    """Top-level nodes of the classes `form` (static or dynamic) computes in int8 whose measured ratio on `runtime`
+    (the one the target's bundles run on) is above WORTH_IT (a runtime without measurements, or none: all of them)."""
+    ratios = speed_table().get(runtime or "", {})
     initializers = {t.name: t for t in model.graph.initializer}
     return frozenset(node.name for node in model.graph.node
                      if (kind := op_class(node, initializers)) in FORM_CLASSES[form]

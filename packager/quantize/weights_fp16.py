@@ -8,7 +8,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..graphs import iter_graph_protos
+from edgepack.runtime.graph_protos import iter_graph_protos
+
 from . import MIN_ELEMENTS, Calibration, QuantizeResult, readers, register_weights
 
 

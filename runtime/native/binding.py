@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from .build import shared_library
 from .epk import DTYPES

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 NATIVE = Path(__file__).parent
 STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from .epk import port_names
 

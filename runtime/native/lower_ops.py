@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.sliding_windows import same_pads
 
 from .epk import ACTIVATIONS, BINARY, F32, REDUCE, UNARY

@@ -1,16 +1,20 @@
-"""The registry of execution providers. A provider is a module that calls `register`; adding one is adding a file."""
+"""The registry of execution providers. A provider is a module of this package that calls `register`; adding one
+is adding its file and its name to `MODULES`. A provider's module is imported the first time its name is looked
+up, so a session that runs a CPU bundle never imports OpenVINO's or CoreML's converters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import onnx
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
 
-from ..capability import Capability
+    from ..capability import Capability
 
 
 class CompiledPartition(Protocol):
@@ -31,16 +35,48 @@ class Provider:
     """Loads an artefact in the provider's own format (None: the provider only takes ONNX)."""
     missing: Callable[[], str | None] = lambda: None
     """Why the provider cannot run on this machine (a package not installed), or None."""
+    full_precision: Options = field(default_factory=dict)
+    """Options under which it computes in fp32 where it would otherwise lower precision (OpenVINO defaults to bf16
+    on AMX CPUs); a session asked for `full_precision` (the verify stage's) passes them."""
+    thread_option: str | None = None
+    """The option that sets how many threads it computes on, for a session given `threads`; None: one thread."""
 
 
-PROVIDERS: dict[str, Provider] = {}
+MODULES = ("reference", "cpu", "neon", "wasm", "webgpu", "openvino", "coreml")
+"""The provider modules of this package, in the order `edgepack profiles` and errors list them."""
+
+
+class Registry(Mapping[str, Provider]):
+    """Provider name -> Provider, importing a provider's module on first lookup."""
+
+    def __init__(self) -> None:
+        self._registered: dict[str, Provider] = {}
+
+    def __getitem__(self, name: str) -> Provider:
+        if name not in self._registered and name in MODULES:
+            importlib.import_module(f"{__name__}.{name}")
+        return self._registered[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(MODULES)
+
+    def __len__(self) -> int:
+        return len(MODULES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in MODULES
+
+    def add(self, provider: Provider) -> None:
+        if provider.name in self._registered:
+            raise ValueError(f"provider {provider.name!r} registered twice")
+        if provider.name not in MODULES:
+            raise ValueError(f"provider {provider.name!r} is not a module named in MODULES")
+        self._registered[provider.name] = provider
+
+
+PROVIDERS = Registry()
 
 
 def register(provider: Provider) -> Provider:
-    if provider.name in PROVIDERS:
-        raise ValueError(f"provider {provider.name!r} registered twice")
-    PROVIDERS[provider.name] = provider
+    PROVIDERS.add(provider)
     return provider
-
-
-from . import coreml, cpu, neon, openvino, reference, wasm, webgpu  # noqa: E402,F401  (registration)

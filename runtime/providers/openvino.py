@@ -95,4 +95,5 @@ def _missing() -> str | None:
 
 
 PROVIDER = register(Provider("openvino", "OpenVINO on the Intel CPU device (IR or ONNX partitions)",
-                             Capability(CLAIMS), compile_partition, load_partition, _missing))
+                             Capability(CLAIMS), compile_partition, load_partition, _missing,
+                             full_precision={"inference_precision": "fp32"}, thread_option="threads"))

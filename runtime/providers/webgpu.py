@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import onnx
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from ..capability import Capability, OpClaim, Values
 from ..native.partition import PlannedPartition

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.epk import OPS, write
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_file, write_onnx_partition
@@ -29,7 +29,7 @@ PRODUCT = "the C library"
 def library_name(bundle: BundleInput) -> str:
     """The C name of the model: the bundle name without its profile suffix, as an identifier (`tiny-cnn` ->
     `tiny_cnn`)."""
-    return c_api.c_identifier(bundle.name.removesuffix(f"-{bundle.profile['name']}")).lower()
+    return c_api.c_identifier(bundle.name.removesuffix(f"-{bundle.profile.name}")).lower()
 
 
 def core_partition(bundle: BundleInput) -> Partition:
@@ -45,7 +45,7 @@ def core_partition(bundle: BundleInput) -> Partition:
 @register("embedded", "C library: the runtime core with the model's kernels, .epk plan, header, Make/CMake, example",
           precisions=WEIGHT_ONLY)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
-    from edgepack import __version__
+    from edgepack.runtime.version import __version__
 
     part = core_partition(bundle)
     name = library_name(bundle)
@@ -67,7 +67,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     for file in NPY_SOURCES:
         write_file(staging / "example" / file, (core_sources.NATIVE / "cli" / file).read_text())
     write_file(staging / "README.md", render(
-        "README.md", MODEL=name, VERSION=__version__, PROFILE=bundle.profile["name"],
+        "README.md", MODEL=name, VERSION=__version__, PROFILE=bundle.profile.name,
         KERNELS=", ".join(sorted(selection.kernels)).lower(),
         SHAPES="; ".join(f"{p.name} {list(p.shape)}" for p in inputs),
         INPUT_FILES=" ".join(f"{c_api.c_identifier(p.name)}.npy" for p in inputs),

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from edgepack.errors import EdgepackError
-from edgepack.manifest import read_manifest
+from edgepack.runtime.bundle_format import read_manifest
+from edgepack.runtime.errors import EdgepackError
 
 from .c_library import TOOLCHAIN
 

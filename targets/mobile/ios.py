@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgepack.manifest import describe_values, real_inputs
+from edgepack.runtime.bundle_format import describe_values, real_inputs
 from edgepack.runtime.native.epk import OPS, write
 from edgepack.runtime.providers.coreml.convert import to_mlpackage
 
@@ -33,9 +33,9 @@ FIXED_SOURCES = ("EdgepackTensor.swift", "CoreMLStep.swift")
 @register("ios", "Swift package: CoreML .mlpackage partitions, NEON C core for the rest, typed async API, XCTest",
           precisions=PRECISIONS, applies_precision=True)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
-    from edgepack import __version__
+    from edgepack.runtime.version import __version__
 
-    model = swift_api.type_name(bundle.name.removesuffix(f"-{bundle.profile['name']}"))
+    model = swift_api.type_name(bundle.name.removesuffix(f"-{bundle.profile.name}"))
     pinned_shapes(bundle.model, PRODUCT)
     inputs = swift_api.swift_ports(_values(real_inputs(bundle.model.graph)))
     outputs = swift_api.swift_ports(_values(bundle.model.graph.output))
@@ -67,7 +67,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     description = f"{bundle.name}, built by edgepack {__version__}: {_placement(bundle)}"
     write_file(sources / f"{model}.swift", swift_api.wrapper(model, description, steps, inputs, outputs))
     write_file(staging / "Package.swift", render("Package.swift", MODEL=model, VERSION=__version__,
-                                                 PROFILE=bundle.profile["name"], TARGETS=_targets(model, core)))
+                                                 PROFILE=bundle.profile.name, TARGETS=_targets(model, core)))
     _write_tests(staging / "Tests" / f"{model}Tests", model, bundle, inputs, outputs)
     _write_readme(staging, model, bundle, inputs, outputs, entries, core, __version__)
     return entries
@@ -131,7 +131,7 @@ def _write_tests(folder: Path, model: str, bundle: BundleInput, inputs: list[swi
         for port in ports:
             array = np.ascontiguousarray(values[port.name], dtype=port.dtype)
             write_file(folder / "Resources" / f"{swift_api.stored_name(kind, port)}.bin", array.tobytes())
-    cosine = str(bundle.profile["fidelity"]["min_cosine"])
+    cosine = str(bundle.profile.min_cosine)
     write_file(folder / f"{model}Tests.swift", render("Tests.swift", MODEL=model, MIN_COSINE=cosine,
                                                       ARGUMENTS=swift_api.test_arguments(inputs),
                                                       CHECKS=swift_api.test_checks(outputs)))
@@ -140,19 +140,19 @@ def _write_tests(folder: Path, model: str, bundle: BundleInput, inputs: list[swi
 def _write_readme(staging: Path, model: str, bundle: BundleInput, inputs: list[swift_api.SwiftPort],
                   outputs: list[swift_api.SwiftPort], entries: list[dict[str, Any]], core: str | None,
                   version: str) -> None:
-    precision = bundle.profile["precision"]
+    profile = bundle.profile
     artefacts = "\n".join(f"  - `{Path(e['artifact']).name}`: {e['nodes']} nodes on "
                           f"{'CoreML' if e['provider'] == 'coreml' else 'the NEON C core'}" for e in entries)
     core_note = (f"- `Sources/{core}/`: the edgepack C core, trimmed to the kernels of the `.epk` plans; it runs the "
                  "partitions CoreML cannot (NEON on ARM64 devices).") if core else ""
     write_file(staging / "README.md", render(
-        "README.md", MODEL=model, SOURCE=bundle.name.removesuffix(f"-{bundle.profile['name']}"), VERSION=version,
-        PROFILE=bundle.profile["name"], PLACEMENT=_placement(bundle),
+        "README.md", MODEL=model, SOURCE=bundle.name.removesuffix(f"-{bundle.profile.name}"), VERSION=version,
+        PROFILE=bundle.profile.name, PLACEMENT=_placement(bundle),
         SNIPPET=swift_api.snippet(model, inputs, outputs),
         INPUT_LIST="\n".join(f"- `{p.ident}` (`{p.name}`): {p.describe()}" for p in inputs),
         OUTPUT_LIST="\n".join(f"- `{p.ident}` / `{p.ident}Values` (`{p.name}`): {p.describe()}" for p in outputs),
-        ARTEFACTS=artefacts, CORE_NOTE=core_note, MIN_COSINE=str(bundle.profile["fidelity"]["min_cosine"]),
-        WEIGHTS=_weights_text(precision["weights"]), COMPUTE=precision["activations"]))
+        ARTEFACTS=artefacts, CORE_NOTE=core_note, MIN_COSINE=str(bundle.profile.min_cosine),
+        WEIGHTS=_weights_text(profile.weights), COMPUTE=profile.activations))
 
 
 def _weights_text(weights: str) -> str:

@@ -34,7 +34,7 @@ EXAMPLE_ELEMENTS = 4096
 
 def package_name(bundle: BundleInput) -> str:
     """An npm package name from the bundle name without its profile suffix: lower case, `-` for anything else."""
-    name = bundle.name.removesuffix(f"-{bundle.profile['name']}")
+    name = bundle.name.removesuffix(f"-{bundle.profile.name}")
     return re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "model"
 
 
@@ -53,7 +53,7 @@ def ports(plan: Plan, indices: list[int]) -> list[dict[str, Any]]:
 
 @register("web", "ES module: the wasm core, WebGPU kernels, .epk plans, index.d.ts, demo page", precisions=WEIGHT_ONLY)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
-    from edgepack import __version__
+    from edgepack.runtime.version import __version__
 
     pinned_shapes(bundle.model, PRODUCT)
     entries, model_partitions, kernels = [], [], set()
@@ -86,7 +86,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     _write_runtime(staging, bool(kernels))
     for file in sorted(kernels):
         write_file(staging / KERNELS / file, (RUNTIME / "kernels" / file).read_text())
-    fields = {"MODEL": name, "VERSION": __version__, "PROFILE": bundle.profile["name"]}
+    fields = {"MODEL": name, "VERSION": __version__, "PROFILE": bundle.profile.name}
     write_file(staging / "index.js", render("index.js", MODEL_JSON=json.dumps(model, indent=2), **fields))
     write_file(staging / "index.d.ts", typings.declarations(name, inputs, outputs))
     write_file(staging / "package.json", json.dumps(_package(name, __version__, bool(kernels)), indent=2) + "\n")

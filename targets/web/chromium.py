@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--enable-unsafe-webgpu"]

@@ -8,9 +8,10 @@ import onnx
 import pytest
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.partition import Partition, partition
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 from edgepack.runtime.providers import PROVIDERS
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from edgepack import samples
 from edgepack.packager import slim as slim_module
-from edgepack.packager.graphs import count_nodes, iter_graph_protos
+from edgepack.packager.graphs import count_nodes
 from edgepack.packager.passes import PASSES, SlimPass
+from edgepack.runtime.graph_protos import iter_graph_protos
 from edgepack.samples.tiny import tiny_if
 from tests.oracle import run_onnxruntime
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from edgepack.calibration_inputs import load_calibration
-from edgepack.errors import EdgepackError
 from edgepack.runtime import TensorSpec
+from edgepack.runtime.errors import EdgepackError
 
 ONE = [TensorSpec("x", "float32", [1, 3, "h", "w"])]
 TWO = [TensorSpec("x", "float32", [1, 3, "h", "w"]), TensorSpec("mask", "bool", [1, "h", "w", None])]

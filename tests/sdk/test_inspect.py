@@ -9,7 +9,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgepack import samples
-from edgepack.packager.graphs import iter_graph_protos
+from edgepack.runtime.graph_protos import iter_graph_protos
 
 
 def test_inspect_model_counts_subgraph_nodes_and_control_flow(cli) -> None:

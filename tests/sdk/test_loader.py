@@ -10,8 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgepack import EdgepackError
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.opset import convert_opset, default_opset
+from edgepack.runtime.model_file import load_model
 from edgepack.samples.tiny import tiny_cnn
 from tests.oracle import run_onnxruntime
 

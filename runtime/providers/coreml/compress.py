@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from .mil import coremltools
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from ...capability import attribute
 from .mil import coremltools

@@ -12,8 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from edgepack.errors import EdgepackError
-from edgepack.profile import DEPLOYMENT_TARGETS
+from edgepack.runtime.errors import EdgepackError
 
 from ...capability import model_opsets
 from .compress import compress
@@ -22,6 +21,8 @@ from .mil import coremltools, quiet
 from .ops import CONVERTERS
 
 COMPUTE_PRECISIONS = ("fp16", "fp32")
+DEPLOYMENT_TARGETS = ("iOS16", "iOS17", "iOS18", "macOS13", "macOS14", "macOS15")
+"""CoreML minimum deployment targets: the ML Program opset a CoreML model may use."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from .kernels import KERNELS
 from .mil import coremltools, quiet

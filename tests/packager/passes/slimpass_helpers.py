@@ -10,8 +10,8 @@ import onnx
 import onnx_ir as ir
 from onnx import TensorProto, helper, numpy_helper
 
-from edgepack.packager.graphs import iter_graph_protos
 from edgepack.packager.passes import PASSES
+from edgepack.runtime.graph_protos import iter_graph_protos
 from tests.oracle import run_onnxruntime
 
 FLOAT = TensorProto.FLOAT

@@ -11,9 +11,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgepack import build, samples
-from edgepack.packager.graphs import iter_graph_protos
 from edgepack.packager.quantize import quantize
 from edgepack.runtime import Session
+from edgepack.runtime.graph_protos import iter_graph_protos
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime
 

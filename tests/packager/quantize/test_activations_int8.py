@@ -13,10 +13,11 @@ import pytest
 from onnx import numpy_helper, version_converter
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.quantize import Calibration, quantize
 from edgepack.packager.quantize.weights_int import INTEGER_LEVELS
 from edgepack.packager.slim import slim
+from edgepack.runtime.model_file import load_model
 from edgepack.samples.images import text_line
 from edgepack.samples.tiny import tiny_transformer
 from edgepack.targets.generic import onnxruntime_run

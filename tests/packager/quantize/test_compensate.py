@@ -10,9 +10,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.quantize import Calibration, quantize
 from edgepack.packager.quantize.compensate import compensated_rounding, input_columns, nearest, weight_rows
+from edgepack.runtime.model_file import load_model
 from edgepack.targets.generic import onnxruntime_session
 from edgepack.verify import compare
 from tests.packager.quantize.test_weights_int import at_opset_21

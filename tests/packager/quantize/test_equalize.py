@@ -8,9 +8,10 @@ import onnx
 import pytest
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
+from edgepack.model_check import check_model
 from edgepack.packager.quantize import Calibration
 from edgepack.packager.quantize.equalize import channel_peaks, equalizable_chains, equalize_channels
+from edgepack.runtime.model_file import load_model
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime
 

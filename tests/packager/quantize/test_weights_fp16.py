@@ -9,10 +9,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
-from edgepack.packager.graphs import iter_graph_protos
+from edgepack.model_check import check_model
 from edgepack.packager.quantize import MIN_ELEMENTS, quantize
 from edgepack.packager.slim import slim
+from edgepack.runtime.graph_protos import iter_graph_protos
+from edgepack.runtime.model_file import load_model
 from tests.oracle import run_onnxruntime
 
 

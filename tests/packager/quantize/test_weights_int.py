@@ -9,11 +9,12 @@ import pytest
 from onnx import version_converter
 
 from edgepack import samples
-from edgepack.loader import check_model, load_model
-from edgepack.packager.graphs import iter_graph_protos
+from edgepack.model_check import check_model
 from edgepack.packager.quantize import Calibration, quantize
 from edgepack.packager.quantize.weights_int import block_length
 from edgepack.packager.slim import slim
+from edgepack.runtime.graph_protos import iter_graph_protos
+from edgepack.runtime.model_file import load_model
 from edgepack.samples.tiny import tiny_transformer
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime

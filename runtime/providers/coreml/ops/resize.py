@@ -19,7 +19,7 @@ import math
 import numpy as np
 import onnx
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 
 from ....capability import Values, attribute
 from ..context import Context

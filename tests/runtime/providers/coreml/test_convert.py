@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from edgepack.errors import EdgepackError
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.providers import PROVIDERS
 from edgepack.runtime.providers.coreml.convert import to_program
 from tests.output_error import relative_error

@@ -1,4 +1,5 @@
-"""Load and check a model: external data kept inside the model's folder, checker, strict shape inference."""
+"""Read an ONNX model file safely: a clear error for what is not a model, external data kept inside the model's
+folder."""
 
 from __future__ import annotations
 
@@ -10,15 +11,11 @@ from pathlib import Path
 
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import external_data_helper, shape_inference
-
-from edgepack.packager.graphs import iter_graph_protos
+from onnx import external_data_helper
 
 from .errors import EdgepackError
+from .graph_protos import iter_graph_protos
 from .wire import diagnose
-
-STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training")
-SHAPE_FIX = "check --input-shape and the profile's shape pins against the model's inputs (`edgepack inspect MODEL`)"
 
 
 @dataclass(frozen=True)
@@ -103,67 +100,3 @@ def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
                                 where=where, fix="the external data file is truncated or stale; export the model again")
     if _external_tensors(model):
         external_data_helper.load_external_data_for_model(model, str(folder))
-
-
-def check_model(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
-    """Known ops only, onnx.checker (full), then strict shape inference; returns the inferred model."""
-    _check_ops(model, where)
-    _forget_negative_dims(model)
-    try:
-        onnx.checker.check_model(model, full_check=True)
-    except shape_inference.InferenceError as exc:
-        raise EdgepackError(f"shapes do not fit: {_first_line(exc)}", where=_node_of(exc) or where,
-                            fix=SHAPE_FIX) from None
-    except onnx.checker.ValidationError as exc:
-        raise EdgepackError(f"the model is not valid ONNX: {_first_line(exc)}", where=_node_of(exc) or where,
-                            fix="re-export the model with a current exporter (the checker names the field or node "
-                                "at fault)") from None
-    return infer_shapes(model, where)
-
-
-def infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
-    """Strict shape inference; a contradiction is the user's shape or a broken model."""
-    try:
-        return shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
-    except (shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
-        raise EdgepackError(f"shapes do not fit: {_first_line(exc)}", where=_node_of(exc) or where,
-                            fix=SHAPE_FIX) from None
-
-
-def _forget_negative_dims(model: onnx.ModelProto) -> None:
-    """Exporters (paddle2onnx) write -1 for an unknown size; ONNX means a dimension with no value by that."""
-    for graph in iter_graph_protos(model.graph):
-        for info in (*graph.input, *graph.output, *graph.value_info):
-            for dim in info.type.tensor_type.shape.dim:
-                if dim.HasField("dim_value") and dim.dim_value < 0:
-                    dim.ClearField("dim_value")
-
-
-def _check_ops(model: onnx.ModelProto, where: str) -> None:
-    local = {(f.domain, f.name) for f in model.functions}
-    for graph in iter_graph_protos(model.graph):
-        for node in graph.node:
-            if (node.domain, node.op_type) in local:
-                continue
-            domain = "" if node.domain == "ai.onnx" else node.domain
-            node_where = f"node {node.name or '(unnamed)'!r}, {where}"
-            if domain not in STANDARD_DOMAINS:
-                raise EdgepackError(f"op {node.op_type!r} is from the unknown domain {node.domain!r}",
-                                    where=node_where,
-                                    fix="edgepack runs standard ONNX ops only (domains ai.onnx and ai.onnx.ml); "
-                                        "export the model without custom or contrib ops")
-            if not onnx.defs.has(node.op_type, domain):
-                raise EdgepackError(f"unknown op {node.op_type!r} in domain {domain or 'ai.onnx'!r}",
-                                    where=node_where,
-                                    fix="use a standard ONNX op (https://onnx.ai/onnx/operators/) or re-export")
-
-
-def _first_line(exc: Exception) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-def _node_of(exc: Exception) -> str | None:
-    text = str(exc)
-    match = re.search(r"node name: ([^)\n]*)\)", text) or re.search(r"Name: ?([^\s]+) OpType", text)
-    return f"node {match.group(1).strip()!r}" if match and match.group(1).strip() else None

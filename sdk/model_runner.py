@@ -1,0 +1,32 @@
+"""Running whole models on the runtime for the build's stages: the model's input specs, and a profile's first
+provider at full precision (calibration and sensitivity measure on it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+
+from edgepack.packager.profile import Profile
+from edgepack.runtime import Session
+
+
+def model_inputs(model: onnx.ModelProto) -> list[Any]:
+    """The model's input specs (name, dtype, shape), as `Session.inputs` gives them."""
+    return Session(model, providers=["reference"]).inputs
+
+
+def profile_runner(profile: Profile) -> Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Runs a whole model on the profile's first provider in full precision, or on `reference` when that one
+    refuses it."""
+
+    def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        try:
+            session = Session(model, providers=[profile.providers[0]], full_precision=True)
+        except Exception:  # noqa: BLE001  (an accelerator that cannot compile the whole model)
+            session = Session(model, providers=["reference"])
+        return session.run(feeds)
+
+    return run

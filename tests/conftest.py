@@ -17,6 +17,31 @@ from edgepack.cli import main
 from tests.runtime.providers.node_backend import NOT_CLAIMED
 
 
+EXTRA_OF_MODULE = {"onnxruntime": "test", "openvino": "openvino", "coremltools": "coreml", "playwright": "test",
+                   "tree_sitter": "test", "tree_sitter_swift": "test", "onnxsim": "bench"}
+"""Packages some test modules import, and the extra of pyproject.toml that installs each."""
+
+
+class ExtraModule(pytest.Module):
+    """A test module that imports a package of an extra which is not installed is skipped, naming the extra."""
+
+    def _getobj(self):  # noqa: ANN202  (pytest's own signature)
+        try:
+            return super()._getobj()
+        except pytest.Collector.CollectError as error:
+            cause = error.__cause__
+            name = cause.name or "" if isinstance(cause, ModuleNotFoundError) else ""
+            extra = EXTRA_OF_MODULE.get(name.split(".")[0])
+            if extra is None:
+                raise
+            raise pytest.skip.Exception(f"needs the [{extra}] extra ({name} is not installed: "
+                                        f"pip install 'edgepack[{extra}]')", allow_module_level=True) from None
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    return ExtraModule.from_parent(parent, path=module_path)
+
+
 @dataclass
 class CliResult:
     code: int

@@ -53,11 +53,11 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack import samples
+from edgepack.compiler.lower import lower
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native.binding import NativeSession, library
-from edgepack.runtime.native.lower import lower
 
 Feeds = dict[str, np.ndarray]
 Run = Callable[[Feeds], dict[str, np.ndarray]]

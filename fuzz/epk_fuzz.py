@@ -15,11 +15,11 @@ import tempfile
 from pathlib import Path
 
 from edgepack import samples
+from edgepack.compiler.lower import lower
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native.build import fuzzer
-from edgepack.runtime.native.lower import lower
 
 SEED_MODELS = ["tiny-cnn", "tiny-transformer", "tiny-if", "silero-vad"]
 

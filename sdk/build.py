@@ -14,6 +14,7 @@ from typing import Any
 import onnx
 
 from edgepack.packager.graphs import count_nodes
+from edgepack.packager.lower import Lowered, Lowerer
 from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.profile import Profile
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
@@ -94,7 +95,9 @@ class BuildState:
     """Nodes kept in fp32 for fidelity by mixed precision."""
     quantized: QuantizeResult | None = None
     oracle: Oracle | None = None
+    lowerer: Lowerer | None = None
     partitions: list[Partition] = field(default_factory=list)
+    lowered: list[Lowered] = field(default_factory=list)
     fidelity: dict[str, Any] | None = None
 
     @property
@@ -153,14 +156,18 @@ def build(
     progress = reporter or SilentReporter()
     for stage in (load_stage, slim_stage, quantize_stage, oracle_stage):
         run_stage(stage, state, progress)
-    with staged_bundle(final, force) as state.staging:
-        for stage in (partition_stage, bundle_stage, verify_stage):
-            run_stage(stage, state, progress)
-        if needs_mixed_precision(state):
-            run_stage(mixed_precision_stage, state, progress)
-        manifest = assemble_manifest(state)
-        write_manifest(state.staging, manifest)
-        refuse_fidelity_loss(state)
+    state.lowerer = Lowerer(profile, state.target.forms, state.target.product)
+    try:
+        with staged_bundle(final, force) as state.staging:
+            for stage in PACKAGE_STAGES:
+                run_stage(stage, state, progress)
+            if needs_mixed_precision(state):
+                run_stage(mixed_precision_stage, state, progress)
+            manifest = assemble_manifest(state)
+            write_manifest(state.staging, manifest)
+            refuse_fidelity_loss(state)
+    finally:
+        state.lowerer.close()
     return BuildResult(final, manifest, state.report)
 
 
@@ -247,10 +254,16 @@ def partition_stage(state: BuildState, progress: Reporter) -> str:
     """The partitioner's plan for the profile's providers; the last one is the fallback."""
     providers = list(state.profile.providers)
     try:
-        state.partitions = partition(state.quantized.model, providers, fallback=providers[-1])
+        state.partitions = partition(state.quantized.model, providers, providers[-1], state.lowerer.compiles)
     except ValueError:  # a value crossing partitions has no known type: keep the model whole on the fallback
         state.partitions = [whole(state.quantized.model, providers[-1])]
     return ", ".join(f"{p.id} {p.provider} ({p.nodes} nodes)" for p in state.partitions)
+
+
+def lower_stage(state: BuildState, progress: Reporter) -> str:
+    """Each partition in the form its target ships it: ONNX, an `.epk` plan, OpenVINO IR or a CoreML package."""
+    state.lowered = state.lowerer.lower(state.quantized.model, state.partitions)
+    return ", ".join(f"{low.partition.id} {low.form}" for low in state.lowered)
 
 
 def bundle_stage(state: BuildState, progress: Reporter) -> str:
@@ -258,7 +271,7 @@ def bundle_stage(state: BuildState, progress: Reporter) -> str:
     for leftover in state.staging.iterdir():
         leftover.unlink() if leftover.is_file() else shutil.rmtree(leftover)
     bundle_input = BundleInput(state.quantized.model, bundle_name(state.model_path, state.profile), state.profile,
-                               state.partitions, state.oracle.samples[0], state.oracle.expected[0])
+                               state.lowered, state.oracle.samples[0], state.oracle.expected[0])
     state.report.partitions = state.target.write(bundle_input, state.staging)
     state.report.bundle_bytes = sum(p.stat().st_size for p in state.staging.rglob("*") if p.is_file())
     return f"{len(state.report.partitions)} partition(s), {state.report.bundle_bytes:,} bytes"
@@ -276,6 +289,10 @@ def verify_stage(state: BuildState, progress: Reporter) -> str:
     return fidelity_summary(state.fidelity)
 
 
+PACKAGE_STAGES = (partition_stage, lower_stage, bundle_stage, verify_stage)
+"""The stages that make the bundle from the quantized model, run again by each mixed-precision attempt."""
+
+
 def needs_mixed_precision(state: BuildState) -> bool:
     return (state.fidelity is not None and not state.fidelity["passed"] and bool(state.quantized.nodes)
             and not state.options.accept_fidelity_loss)
@@ -288,7 +305,7 @@ def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
     for kept in doubling(order):
         state.kept = kept
         state.quantized = state.requantize(state.kept_in_float)
-        for stage in (partition_stage, bundle_stage, verify_stage):
+        for stage in PACKAGE_STAGES:
             stage(state, progress)
         if state.fidelity["passed"]:
             break

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 
 if TYPE_CHECKING:
+    from edgepack.packager.lower import Lowered
     from edgepack.packager.partition import Partition
     from edgepack.packager.profile import Profile
 
@@ -22,8 +23,8 @@ class BundleInput:
     name: str
     """The model's name, for file and package names."""
     profile: Profile
-    partitions: list[Partition]
-    """The model split per provider by the partitioner."""
+    lowered: list[Lowered]
+    """Each partition with the artefact the lower stage made of it (in the form the target named)."""
     example: dict[str, np.ndarray]
     """One of the verify stage's sample inputs, for targets that ship an example run (the web demo)."""
     expected: dict[str, np.ndarray]
@@ -62,6 +63,10 @@ class Target:
     """The target lowers precision itself with its vendor's tools (CoreML): the quantize stage keeps fp32."""
     runtime: ShippedRuntime | None = None
     """The runtime its bundles run on in apps, whose speed decides int8 compute."""
+    forms: Mapping[str, str] = field(default_factory=dict)
+    """Provider -> the form its partitions ship in (`plan`, `ir`, `mlpackage`; `onnx` for a provider not named)."""
+    product: str = "the bundle"
+    """What the target makes, as its errors name it ("the C library")."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -73,11 +78,13 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
-             applies_precision: bool = False, runtime: ShippedRuntime | None = None) -> Callable[[Write], Write]:
+             applies_precision: bool = False, runtime: ShippedRuntime | None = None,
+             forms: Mapping[str, str] | None = None, product: str = "the bundle") -> Callable[[Write], Write]:
     def decorate(write: Write) -> Write:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
-        TARGETS[name] = Target(name, summary, write, precisions, applies_precision, runtime)
+        TARGETS[name] = Target(name, summary, write, precisions, applies_precision, runtime, dict(forms or {}),
+                               product)
         return write
 
     return decorate

@@ -71,7 +71,8 @@ ONNXRUNTIME = ShippedRuntime("onnxruntime", lambda: importlib.util.find_spec("on
                              onnxruntime_run, open_on_onnxruntime)
 
 
-@register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE, runtime=ONNXRUNTIME)
+@register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE, runtime=ONNXRUNTIME,
+          product="the generic bundle")
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     (staging / ARTIFACT).write_bytes(bundle.model.SerializeToString(deterministic=True))
     graph = bundle.model.graph

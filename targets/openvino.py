@@ -3,13 +3,13 @@ for what OpenVINO does not take, run by the fallback provider."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import onnx
 
 from edgepack.runtime.providers import PROVIDERS
-from edgepack.runtime.providers.openvino import to_ir
 
 from . import WEIGHT_ONLY, BundleInput, Run, ShippedRuntime, register, write_onnx_partition
 
@@ -23,17 +23,17 @@ OPENVINO = ShippedRuntime("openvino", lambda: PROVIDERS["openvino"].missing() is
 
 
 @register("openvino", "OpenVINO IR partitions plus ONNX fallback partitions", precisions=WEIGHT_ONLY,
-          runtime=OPENVINO)
+          runtime=OPENVINO, forms={"openvino": "ir"}, product="the OpenVINO bundle")
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
-    profile = bundle.profile
     entries = []
-    for part in bundle.partitions:
-        if part.provider != "openvino":
+    for lowered in bundle.lowered:
+        part = lowered.partition
+        if lowered.form != "ir":
             entries.append(write_onnx_partition(part, staging))
             continue
         artifact = f"{part.id}.xml"
-        to_ir(part.model, staging / artifact)
+        shutil.copyfile(lowered.files, staging / artifact)
+        shutil.copyfile(lowered.files.with_suffix(".bin"), staging / artifact.replace(".xml", ".bin"))
         entries.append({"id": part.id, "provider": part.provider, "artifact": artifact, "inputs": part.inputs,
-                        "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops,
-                        "options": {"inference_precision": profile.activations}})
+                        "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops, "options": lowered.options})
     return entries

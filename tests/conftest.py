@@ -16,7 +16,6 @@ import pytest
 from edgepack.cli import main
 from tests.runtime.providers.node_backend import NOT_CLAIMED
 
-
 EXTRA_OF_MODULE = {"onnxruntime": "test", "openvino": "openvino", "coremltools": "coreml", "playwright": "test",
                    "tree_sitter": "test", "tree_sitter_swift": "test", "onnxsim": "bench"}
 """Packages some test modules import, and the extra of pyproject.toml that installs each."""

@@ -4,18 +4,24 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import onnx
 
 from ..capability import Capability
 from ..native.binding import NativeSession
-from ..native.partition import PlannedPartition
-from . import Options, Provider, register
+from ..native.plan_compiler import planned
+from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import CLAIMS
 
 
-def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
-    return PlannedPartition(model, lambda plan, _: NativeSession(plan))
+def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
+    return planned(model, lambda plan, _: NativeSession(plan))
+
+
+def load_plan(path: Path, options: Options) -> NativeSession:
+    """An `.epk` plan file (a C library bundle's partition), run as it is, at the shapes it was lowered for."""
+    return NativeSession(path.read_bytes())
 
 
 def _missing() -> str | None:
@@ -25,4 +31,4 @@ def _missing() -> str | None:
 
 
 PROVIDER = register(Provider("cpu", "the compact C runtime core built for this host (ctypes)",
-                             Capability(CLAIMS), compile_partition, missing=_missing))
+                             Capability(CLAIMS), compile_partition, load=load_plan, missing=_missing))

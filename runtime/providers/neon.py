@@ -11,8 +11,8 @@ import onnx
 from ..capability import Capability
 from ..native.build import AARCH64_CC, aarch64_runner
 from ..native.emulated import EmulatedSession, qemu
-from ..native.partition import PlannedPartition
-from . import Options, Provider, register
+from ..native.plan_compiler import planned
+from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import CLAIMS
 
 
@@ -20,9 +20,9 @@ def _command() -> list[str]:
     return [str(qemu()), str(aarch64_runner())]
 
 
-def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
+def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
     command = _command()
-    return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, command))
+    return planned(model, lambda plan, source: EmulatedSession(plan, command))
 
 
 def load_plan(path: Path, options: Options) -> EmulatedSession:

@@ -11,8 +11,8 @@ import onnx
 from ..capability import Capability
 from ..native.build import WASM_CC, WASM_GLUE, wasm_core
 from ..native.emulated import EmulatedSession
-from ..native.partition import PlannedPartition
-from . import Options, Provider, register
+from ..native.plan_compiler import planned
+from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import CLAIMS
 
 
@@ -21,9 +21,9 @@ def node_command() -> list[str]:
     return [str(shutil.which("node")), str(WASM_GLUE), str(wasm_core())]
 
 
-def compile_partition(model: onnx.ModelProto, options: Options) -> PlannedPartition:
+def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
     command = node_command()
-    return PlannedPartition(model, lambda plan, source: EmulatedSession(plan, command))
+    return planned(model, lambda plan, source: EmulatedSession(plan, command))
 
 
 def load_plan(path: Path, options: Options) -> EmulatedSession:

@@ -10,8 +10,7 @@ import onnx
 from edgepack.runtime.errors import EdgepackError
 
 from ..capability import Capability, OpClaim, Values
-from ..native.partition import PlannedPartition
-from . import Options, Provider, register
+from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import CLAIMS, Limit
 from .wasm import compile_partition, load_plan, missing
 
@@ -67,7 +66,7 @@ def _claims() -> list[OpClaim]:
     return claims
 
 
-def compile_heavy(model: onnx.ModelProto, options: Options) -> PlannedPartition:
+def compile_heavy(model: onnx.ModelProto, options: Options) -> CompiledPartition:
     """The partition as plans, refused (so the partitioner leaves it to wasm) when it has no heavy op."""
     if not any(node.op_type in HEAVY_OPS for node in model.graph.node):
         raise EdgepackError(f"a WebGPU partition needs one of {', '.join(sorted(HEAVY_OPS))} to be worth the upload "

@@ -5,18 +5,14 @@ shipped with the C core trimmed to the kernels the plan uses, a typed header, an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.native.epk import OPS, write
+from edgepack.runtime.native.epk import OPS, Plan, write
 
-from .. import WEIGHT_ONLY, BundleInput, register, write_file, write_onnx_partition
-from ..plans import lowered, pinned_shapes
+from .. import WEIGHT_ONLY, BundleInput, register, write_file
 from . import c_api, core_sources
 from .templates import render
-
-if TYPE_CHECKING:
-    from edgepack.packager.partition import Partition
 
 CORE_PROVIDERS = ("neon", "cpu")
 """Providers whose partitions the C core runs: the library holds one such partition and nothing else."""
@@ -32,25 +28,25 @@ def library_name(bundle: BundleInput) -> str:
     return c_api.c_identifier(bundle.name.removesuffix(f"-{bundle.profile.name}")).lower()
 
 
-def core_partition(bundle: BundleInput) -> Partition:
-    """The one partition the C core runs: a profile whose providers split the model cannot make a C library."""
-    if len(bundle.partitions) != 1 or bundle.partitions[0].provider not in CORE_PROVIDERS:
-        found = ", ".join(f"{p.id} ({p.provider})" for p in bundle.partitions)
+def core_plan(bundle: BundleInput) -> Plan:
+    """The plan of the one partition the C core runs: a profile whose providers split the model cannot make a C
+    library."""
+    if len(bundle.lowered) != 1 or bundle.lowered[0].form != "plan":
+        found = ", ".join(f"{low.partition.id} ({low.partition.provider})" for low in bundle.lowered)
         raise EdgepackError(f"the C library runs one partition on the C core, and this model was split into {found}",
                             where="embedded target",
                             fix=f"use a profile whose providers are only one of {', '.join(CORE_PROVIDERS)}")
-    return bundle.partitions[0]
+    return bundle.lowered[0].plan
 
 
 @register("embedded", "C library: the runtime core with the model's kernels, .epk plan, header, Make/CMake, example",
-          precisions=WEIGHT_ONLY)
+          precisions=WEIGHT_ONLY, forms=dict.fromkeys(CORE_PROVIDERS, "plan"), product=PRODUCT)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     from edgepack.runtime.version import __version__
 
-    part = core_partition(bundle)
+    part = bundle.lowered[0].partition
+    plan = core_plan(bundle)
     name = library_name(bundle)
-    shapes = pinned_shapes(part.model, PRODUCT)
-    plan = lowered(part.model, shapes, PRODUCT)
     selection = core_sources.select(OPS[op.kind] for op in plan.ops)
     inputs, outputs = c_api.ports(plan, plan.inputs), c_api.ports(plan, plan.outputs)
 
@@ -73,12 +69,12 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         INPUT_FILES=" ".join(f"{c_api.c_identifier(p.name)}.npy" for p in inputs),
         INPUT_LIST=", ".join(f"`{p.name}` ({p.dtype} {list(p.shape)})" for p in inputs),
         OUTPUT_LIST=", ".join(f"`{p.name}` ({p.dtype} {list(p.shape)})" for p in outputs)))
-    entry = write_onnx_partition(part, staging)
-    entry["library"] = {"name": name, "plan": f"{PLAN_FOLDER}/{name}.epk", "header": f"include/{name}.h",
-                        "inputs": [p.name for p in inputs], "outputs": [p.name for p in outputs],
-                        "kernels": sorted(selection.kernels.values()),
-                        "shapes": {k: list(v) for k, v in shapes.items()}}
-    return [entry]
+    plan_path = f"{PLAN_FOLDER}/{name}.epk"
+    library = {"name": name, "plan": plan_path, "header": f"include/{name}.h",
+               "inputs": [p.name for p in inputs], "outputs": [p.name for p in outputs],
+               "kernels": sorted(selection.kernels.values()), "shapes": {p.name: list(p.shape) for p in inputs}}
+    return [{"id": part.id, "provider": part.provider, "artifact": plan_path, "inputs": part.inputs,
+             "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops, "library": library}]
 
 
 def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[str]:

@@ -5,19 +5,17 @@ the NEON C core, which the package compiles as a C target. A typed Swift wrapper
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 
 from edgepack.runtime.bundle_format import describe_values, real_inputs
 from edgepack.runtime.native.epk import OPS, write
-from edgepack.runtime.providers.coreml.convert import to_mlpackage
 
 from .. import BundleInput, register, write_file
 from ..embedded import core_sources
-from ..plans import lowered, pinned_shapes
 from . import swift_api, templates
 from .templates import render
 
@@ -31,29 +29,30 @@ FIXED_SOURCES = ("EdgepackTensor.swift", "CoreMLStep.swift")
 
 
 @register("ios", "Swift package: CoreML .mlpackage partitions, NEON C core for the rest, typed async API, XCTest",
-          precisions=PRECISIONS, applies_precision=True)
+          precisions=PRECISIONS, applies_precision=True, forms={"coreml": "mlpackage", CORE_PROVIDER: "plan"},
+          product=PRODUCT)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     from edgepack.runtime.version import __version__
 
     model = swift_api.type_name(bundle.name.removesuffix(f"-{bundle.profile.name}"))
-    pinned_shapes(bundle.model, PRODUCT)
     inputs = swift_api.swift_ports(_values(real_inputs(bundle.model.graph)))
     outputs = swift_api.swift_ports(_values(bundle.model.graph.output))
     sources = staging / "Sources" / model
     entries, steps, plans = [], [], []
-    for part in bundle.partitions:
-        artifact = f"Sources/{model}/Resources/{part.id}{'.mlpackage' if part.provider == 'coreml' else '.epk'}"
+    for lowered in bundle.lowered:
+        part = lowered.partition
+        artifact = f"Sources/{model}/Resources/{part.id}{'.mlpackage' if lowered.form == 'mlpackage' else '.epk'}"
         entry = {"id": part.id, "provider": part.provider, "artifact": artifact, "inputs": part.inputs,
                  "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
-        if part.provider == "coreml":
-            entry.update(_write_coreml(part.model, staging / artifact, bundle.profile))
-            features = entry["options"]["features"]
+        if lowered.form == "mlpackage":
+            shutil.copytree(lowered.files, staging / artifact)
+            entry["options"] = lowered.options
+            features = lowered.options["features"]
             steps.append(swift_api.coreml_step(part.id, _version(staging / artifact), features["inputs"],
                                                features["outputs"]))
         else:
-            plan = lowered(part.model, pinned_shapes(part.model, PRODUCT), PRODUCT)
-            plans.append(plan)
-            write_file(staging / artifact, write(plan))
+            plans.append(lowered.plan)
+            write_file(staging / artifact, write(lowered.plan))
             steps.append(swift_api.core_step(part.id, part.inputs, part.outputs))
         entries.append(entry)
 
@@ -78,17 +77,6 @@ def _values(values: Any) -> list[tuple[str, str, tuple[int, ...]]]:
     return [(v["name"], v["dtype"], tuple(v["shape"])) for v in describe_values(values)]
 
 
-def _write_coreml(model: onnx.ModelProto, path: Path, profile: dict[str, Any]) -> dict[str, Any]:
-    """Convert a partition into `path`; its manifest fields (the options say how it was converted and name its
-    CoreML features)."""
-    options = {"deployment_target": profile.get("coreml", {}).get("deployment_target", "iOS16"),
-               "compute_precision": profile["precision"]["activations"],
-               "weights": profile["precision"]["weights"]}
-    conversion = to_mlpackage(model, path, options)
-    features = {"inputs": conversion.inputs, "outputs": conversion.outputs, "dtypes": conversion.dtypes}
-    return {"options": {**options, "features": features}}
-
-
 def _version(package: Path) -> str:
     """A short digest of the package's files, naming its compiled copy on the device."""
     digest = hashlib.sha256()
@@ -99,10 +87,11 @@ def _version(package: Path) -> str:
 
 
 def _placement(bundle: BundleInput) -> str:
-    coreml = sum(p.nodes for p in bundle.partitions if p.provider == "coreml")
-    total = sum(p.nodes for p in bundle.partitions) or 1
+    parts = [lowered.partition for lowered in bundle.lowered]
+    coreml = sum(p.nodes for p in parts if p.provider == "coreml")
+    total = sum(p.nodes for p in parts) or 1
     return (f"{coreml} of {total} nodes on CoreML, {total - coreml} on the NEON C core "
-            f"({len(bundle.partitions)} partition{'s' if len(bundle.partitions) != 1 else ''}).")
+            f"({len(parts)} partition{'s' if len(parts) != 1 else ''}).")
 
 
 def _targets(model: str, core: str | None) -> str:

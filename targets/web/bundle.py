@@ -17,7 +17,6 @@ from edgepack.runtime.native.build import wasm_core
 from edgepack.runtime.native.epk import Plan, write
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_file
-from ..plans import lowered, pinned_shapes
 from . import typings
 from .gpu_kernels import KERNEL_FILES
 from .templates import render
@@ -51,15 +50,15 @@ def ports(plan: Plan, indices: list[int]) -> list[dict[str, Any]]:
             for i in indices]
 
 
-@register("web", "ES module: the wasm core, WebGPU kernels, .epk plans, index.d.ts, demo page", precisions=WEIGHT_ONLY)
+@register("web", "ES module: the wasm core, WebGPU kernels, .epk plans, index.d.ts, demo page", precisions=WEIGHT_ONLY,
+          forms={"wasm": "plan", "webgpu": "plan"}, product=PRODUCT)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     from edgepack.runtime.version import __version__
 
-    pinned_shapes(bundle.model, PRODUCT)
     entries, model_partitions, kernels = [], [], set()
     plans = []
-    for part in bundle.partitions:
-        plan = lowered(part.model, pinned_shapes(part.model, PRODUCT), PRODUCT)
+    for lowered in bundle.lowered:
+        part, plan = lowered.partition, lowered.plan
         provider, reason = part.provider, None
         if provider == "webgpu" and (reason := gpu_refusal(plan)):
             provider = "wasm"

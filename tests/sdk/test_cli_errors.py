@@ -131,9 +131,16 @@ def test_bad_profile_key(cli, tmp_path: Path) -> None:
 
 def test_bad_profile_value(cli, tmp_path: Path) -> None:
     profile = tmp_path / "mine.toml"
+    profile.write_text('name = "mine"\ntarget = "generic"\nproviders = ["toaster"]\n')
+    assert_user_error(cli("build", samples.path("tiny-cnn"), "-p", profile, "-o", tmp_path),
+                      "'providers' has the bad value ['toaster']", "'reference', 'cpu', 'neon'")
+
+
+def test_unknown_target_names_the_built_ones(cli, tmp_path: Path) -> None:
+    profile = tmp_path / "mine.toml"
     profile.write_text('name = "mine"\ntarget = "toaster"\nproviders = ["reference"]\n')
     assert_user_error(cli("build", samples.path("tiny-cnn"), "-p", profile, "-o", tmp_path),
-                      "'target' has the bad value 'toaster'", "'generic', 'web', 'ios'")
+                      "'toaster' target is not built", "'generic'", "'web'", "'ios'", "edgepack profiles")
 
 
 def test_unavailable_profile_is_refused(cli, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from onnx import numpy_helper
 from edgepack import build, load_profile, samples
 from edgepack.samples.tiny import tiny_transformer
 from edgepack.targets import Run
-from edgepack.targets.generic import onnxruntime_run
+from edgepack.targets.generic import ONNXRUNTIME, onnxruntime_run
 from edgepack.verify import compare, fidelity_summary, load_sample_inputs, measure, run_oracle
 
 
@@ -114,7 +115,7 @@ def test_a_bundle_the_runtime_computes_differently_fails_verification(tmp_path: 
         return "onnxruntime", lambda: onnxruntime_run(wrong)
 
     profile = load_profile("generic")
-    fidelity = measure(bundle, run_oracle(source), profile, opener)
+    fidelity = measure(bundle, run_oracle(source), profile, replace(ONNXRUNTIME, open_bundle=opener))
     assert fidelity["outputs"]["probs"]["cosine"] >= profile.required_cosine
     assert fidelity["runtime"]["outputs"]["probs"]["cosine"] < profile.required_cosine
     assert fidelity["passed"] is False and fidelity["failed_outputs"] == ["probs on onnxruntime"]
@@ -126,7 +127,8 @@ def test_a_runtime_that_refuses_the_bundle_is_reported_not_failed(tmp_path: Path
     def opener(_: Path) -> tuple[str, Callable[[], Run]]:
         return "onnxruntime", lambda: ort.InferenceSession(b"not a model", providers=["CPUExecutionProvider"])
 
-    fidelity = measure(bundle, run_oracle(onnx.load(samples.path("tiny-cnn"))), load_profile("generic"), opener)
+    fidelity = measure(bundle, run_oracle(onnx.load(samples.path("tiny-cnn"))), load_profile("generic"),
+                       replace(ONNXRUNTIME, open_bundle=opener))
     assert fidelity["passed"] is True
     assert fidelity["runtime"]["name"] == "onnxruntime" and "refused" in fidelity["runtime"]
     assert "onnxruntime refused the bundle" in fidelity_summary(fidelity)

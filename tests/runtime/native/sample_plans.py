@@ -8,10 +8,10 @@ import numpy as np
 import onnx
 
 from edgepack import samples
+from edgepack.compiler.lower import lower
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
-from edgepack.runtime.native.lower import lower
 from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
 
 TOLERANCE = 1e-4

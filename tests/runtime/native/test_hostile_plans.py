@@ -120,7 +120,7 @@ def test_valid_plan_opens_and_a_gather_index_out_of_range_fails_at_run_time() ->
     import onnx
     from onnx import TensorProto, helper
 
-    from edgepack.runtime.native.lower import lower
+    from edgepack.compiler.lower import lower
 
     graph = helper.make_graph([helper.make_node("Gather", ["data", "index"], ["y"])], "g",
                               [helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 2]),

@@ -16,13 +16,13 @@ import pytest
 from onnx import version_converter
 
 from edgepack import samples
+from edgepack.compiler.lower import lower_to_plan
 from edgepack.packager.quantize import quantize
 from edgepack.packager.slim import slim
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeError, NativeSession
 from edgepack.runtime.native.build import runner
 from edgepack.runtime.native.epk import WEIGHT, Plan
-from edgepack.runtime.native.lower import lower_to_plan
 from edgepack.runtime.providers import PROVIDERS
 
 from .sample_plans import TOLERANCE, feeds, relative_error, slimmed

@@ -10,10 +10,10 @@ import pytest
 from onnx import TensorProto, helper
 
 from edgepack import samples
+from edgepack.compiler.lower import lower
 from edgepack.runtime import Session
 from edgepack.runtime.capability import graph_values, model_opsets
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.native.lower import lower
 from edgepack.runtime.providers import PROVIDERS
 from tests.runtime.native.sample_plans import TOLERANCE, relative_error, slimmed
 

@@ -15,8 +15,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from edgepack.compiler.lower import lower
 from edgepack.runtime import Session
-from edgepack.runtime.native.lower import lower
 from edgepack.targets.web.chromium import Chromium, missing
 from edgepack.targets.web.gpu_kernels import KERNEL_FILES
 

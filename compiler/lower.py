@@ -5,8 +5,7 @@ every other node becomes plan ops through the emitters of `lower_ops`."""
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import MutableMapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -14,46 +13,43 @@ import onnx
 from onnx import numpy_helper
 
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.native import epk
+from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
 
-from . import epk
 from .arena import plan_arena
-from .epk import ARENA, WEIGHT, Op, Plan, Tensor
+from .emitters import EMITTERS
 from .patterns import rewrite_hard_swish
 from .quantized import SLOTS, Quantized, follow, from_dequantize, from_half_cast, scratch_bytes
+from .values import (
+    MAX_BLOCK_COLUMNS,
+    MAX_SCRATCH_BYTES,
+    MISSING,
+    PANEL_COLUMNS,
+    Missing,
+    Runtime,
+    Scope,
+    Value,
+    attributes,
+)
 
-MAX_BLOCK_COLUMNS = 256
-"""Columns per packed block in the C matrix-product engine (EP_GEMM_BLOCK): scratch is sized for it."""
-MAX_SCRATCH_BYTES = 16 << 20
-PANEL_COLUMNS = 32
-"""The widest packed panel of any build (AVX-512: two 16-lane vectors): every product needs one at least."""
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """A value computed at run time: a tensor of the plan."""
-
-    index: int
-    dtype: str
-    shape: tuple[int, ...]
-
-
-Value = Runtime | np.ndarray
-Scope = MutableMapping[str, Any]
+LOWERED_IN_PLACE = ("If", "Shape", "Size")
+"""Ops the lowering handles itself rather than through an emitter."""
 
 
-class Missing:
-    """The outputs of a node the core cannot run (and of nodes that depend on them)."""
+def node_label(node: onnx.NodeProto) -> str:
+    """How the lowering names a node in its errors: `OpType (name)`."""
+    return f"{node.op_type} ({node.name or node.output[0]})"
 
 
-MISSING = Missing()
+class MissingKernels(EdgepackError):
+    """Nodes the core has no kernel for: those the lowering reached, and those after them it never reached."""
 
-
-def attributes(node: onnx.NodeProto) -> dict[str, Any]:
-    values = {}
-    for attr in node.attribute:
-        value = onnx.helper.get_attribute_value(attr)
-        values[attr.name] = value.decode() if isinstance(value, bytes) else value
-    return values
+    def __init__(self, nodes: list[str], where: str) -> None:
+        self.nodes = nodes
+        super().__init__(f"the cpu core cannot run {len(nodes)} node(s): {', '.join(nodes[:20])}"
+                         f"{' ...' if len(nodes) > 20 else ''}", where=where,
+                         fix="run these nodes on another provider (partition the model), or replace them with ops the "
+                             "core has (runtime/native/EPK.md lists them)")
 
 
 class Lowering:
@@ -181,8 +177,6 @@ class Lowering:
             self.lower_node(node, scope)
 
     def lower_node(self, node: onnx.NodeProto, scope: Scope) -> None:
-        from .lower_ops import EMITTERS
-
         inputs = []
         for name in node.input:
             if name and name not in scope:
@@ -190,6 +184,8 @@ class Lowering:
                                     fix="check the model with onnx.checker")
             inputs.append(scope[name] if name else None)
         if any(isinstance(v, Missing) for v in inputs):
+            if node.op_type not in EMITTERS and node.op_type not in LOWERED_IN_PLACE:
+                self.missing.append(node_label(node))
             values: list[Any] = [MISSING] * len(node.output)
         elif node.op_type == "If" and node.domain in ("", "ai.onnx"):
             values = self.lower_if(node, inputs[0], scope)
@@ -209,7 +205,7 @@ class Lowering:
         elif node.domain in ("", "ai.onnx") and node.op_type in EMITTERS:
             values = EMITTERS[node.op_type](self, node, inputs)
         else:
-            self.missing.append(f"{node.op_type} ({node.name or node.output[0]})")
+            self.missing.append(node_label(node))
             values = [MISSING] * len(node.output)
         for name, value in zip(node.output, values):
             if name:
@@ -316,7 +312,7 @@ def _fold(node: onnx.NodeProto, inputs: Sequence[Any], model: onnx.ModelProto) -
     """Computes a node whose inputs are all constants with the reference provider's evaluator."""
     from onnx.reference import ReferenceEvaluator
 
-    from ..providers.reference import FIXES
+    from edgepack.runtime.providers.reference import FIXES
 
     names = [name for name in node.input if name]
     feeds = {name: np.asarray(value) for name, value in zip(node.input, inputs) if name}
@@ -361,11 +357,7 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
         inputs.append(value.index)
     lowering.lower_graph(model.graph, scope)
     if lowering.missing:
-        raise EdgepackError(f"the cpu core cannot run {len(lowering.missing)} node(s): "
-                            f"{', '.join(lowering.missing[:20])}{' ...' if len(lowering.missing) > 20 else ''}",
-                            where=model.graph.name or "model",
-                            fix="run these nodes on another provider (partition the model), or replace them with "
-                                "ops the core has (runtime/native/EPK.md lists them)")
+        raise MissingKernels(lowering.missing, model.graph.name or "model")
     outputs = []
     for out in model.graph.output:
         value = scope[out.name]

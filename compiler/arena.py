@@ -3,7 +3,7 @@ sharing their input's buffer."""
 
 from __future__ import annotations
 
-from .epk import ARENA, ARENA_ALIGN, Op, Tensor
+from edgepack.runtime.native.epk import ARENA, ARENA_ALIGN, Op, Tensor
 
 
 def _root(parent: dict[int, int], t: int) -> int:

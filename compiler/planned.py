@@ -1,5 +1,6 @@
 """A compiled ONNX partition that runs as `.epk` plans: one plan per input-shape signature, lowered on the first
-run at those shapes and kept for later runs. Providers differ only in how a plan is opened and run."""
+run at those shapes and kept for later runs. Providers differ only in how a plan is opened and run; the runtime's
+C core providers reach this class through the `edgepack.plan_compilers` entry point."""
 
 from __future__ import annotations
 

@@ -1,0 +1,62 @@
+"""Emitters: one function per ONNX op type that turns a node (at concrete shapes) into plan ops, one module per op
+family (`tensor_ops`: elementwise, shape and layout ops; `nn_ops`: convolutions, products, pooling, normalization,
+reductions, LSTM). Registered in `EMITTERS`; an op missing here is reported by the lowering with its node name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from edgepack.runtime.errors import EdgepackError
+
+from ..values import Runtime, Value
+
+if TYPE_CHECKING:
+    from ..lower import Lowering
+
+Emitter = Callable[["Lowering", onnx.NodeProto, list[Any]], list[Any]]
+EMITTERS: dict[str, Emitter] = {}
+FLOAT_MAX = 3.4028234663852886e38
+
+
+def emitter(*op_types: str) -> Callable[[Emitter], Emitter]:
+    def register(function: Emitter) -> Emitter:
+        for op_type in op_types:
+            EMITTERS[op_type] = function
+        return function
+
+    return register
+
+
+class Unsupported(EdgepackError):
+    """A node whose attributes or inputs the core does not cover."""
+
+
+def unsupported(node: onnx.NodeProto, why: str) -> Unsupported:
+    return Unsupported(f"{node.op_type} node {node.name!r}: {why}", where=node.name or node.output[0],
+                       fix="run this node on another provider, or change it to a form the cpu core covers")
+
+
+def constant(node: onnx.NodeProto, value: Value | None, what: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    if isinstance(value, Runtime):
+        raise unsupported(node, f"its {what} must be a constant once input shapes are fixed")
+    return np.asarray(value)
+
+
+def dtype_of(value: Value) -> str:
+    return value.dtype if isinstance(value, Runtime) else np.asarray(value).dtype.name
+
+
+def shape_of(value: Value) -> tuple[int, ...]:
+    return value.shape if isinstance(value, Runtime) else tuple(np.asarray(value).shape)
+
+
+# the reshape family: outputs share their input's buffer
+
+
+from . import nn_ops, tensor_ops  # noqa: E402,F401  (registration)

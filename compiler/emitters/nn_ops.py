@@ -1,0 +1,268 @@
+"""Emitters of convolutions, matrix products, pooling, normalization, reductions and LSTM."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from edgepack.runtime.native.epk import ACTIVATIONS, F32, REDUCE
+from edgepack.runtime.sliding_windows import same_pads
+
+from ..values import PANEL_COLUMNS, Runtime, attributes
+from . import constant, dtype_of, emitter, shape_of, unsupported
+
+if TYPE_CHECKING:
+    from ..lower import Lowering
+
+
+def _spatial_params(node: onnx.NodeProto, in_spatial: Sequence[int], kernel: Sequence[int],
+                    out_spatial: Sequence[int] | None = None) -> tuple[list[int], list[int], list[int], list[int]]:
+    """strides, pads begin, pads end and dilations, in 2-D form (a 1-D op gets a unit height)."""
+    attrs = attributes(node)
+    rank = len(kernel)
+    if rank not in (1, 2):
+        raise unsupported(node, f"{rank}-D kernels are not supported (1-D and 2-D only)")
+    strides = list(attrs.get("strides", [1] * rank))
+    dilations = list(attrs.get("dilations", [1] * rank))
+    pads = list(attrs.get("pads", [0] * 2 * rank))
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    begin, end = pads[:rank], pads[rank:]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        amounts = same_pads(in_spatial, kernel, strides, dilations, upper=auto_pad == "SAME_UPPER")
+        begin, end = [b for b, _ in amounts], [e for _, e in amounts]
+    elif auto_pad == "VALID":
+        begin, end = [0] * rank, [0] * rank
+    if rank == 1:
+        return [1, *strides], [0, *begin], [0, *end], [1, *dilations]
+    return strides, begin, end, dilations
+
+
+def _kernel2d(kernel: Sequence[int]) -> list[int]:
+    return [1, *kernel] if len(kernel) == 1 else list(kernel)
+
+
+@emitter("Conv")
+def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x, w = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    if dtype_of(x) != "float32":
+        raise unsupported(node, "float32 only")
+    kernel = list(shape_of(w)[2:])
+    strides, begin, end, dilations = _spatial_params(node, shape_of(x)[2:], kernel)
+    out, = lw.outputs(node, inputs)
+    group = attributes(node).get("group", 1)
+    params = [len(kernel), group, *_kernel2d(kernel), *strides, *begin, *end, *dilations, ACTIVATIONS["None"],
+              F32(0.0), F32(0.0)]
+    k = shape_of(x)[1] // group * int(np.prod(kernel))
+    n = int(np.prod(out.shape[2:]))
+    depthwise = shape_of(x)[1] == group and out.shape[1] == group
+    narrow = n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
+    scratch = 0 if depthwise else lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0)
+    lw.emit("Conv", [x, w, bias], [out], params, scratch)
+    return [out]
+
+
+@emitter("ConvTranspose")
+def emit_conv_transpose(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x, w = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    if dtype_of(x) != "float32":
+        raise unsupported(node, "float32 only")
+    attrs = attributes(node)
+    kernel = list(shape_of(w)[2:])
+    rank = len(kernel)
+    if rank not in (1, 2):
+        raise unsupported(node, "1-D and 2-D only")
+    out, = lw.outputs(node, inputs)
+    strides = list(attrs.get("strides", [1] * rank))
+    dilations = list(attrs.get("dilations", [1] * rank))
+    pads = list(attrs.get("pads", [0] * 2 * rank))
+    in_spatial, out_spatial = shape_of(x)[2:], out.shape[2:]
+    begin, end, extra = [], [], []
+    for i in range(rank):
+        full = strides[i] * (in_spatial[i] - 1) + (kernel[i] - 1) * dilations[i] + 1
+        if "output_shape" in attrs or attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+            output_padding = list(attrs.get("output_padding", [0] * rank))[i]
+            total = max(0, full + output_padding - out_spatial[i])
+            first = total // 2 if attrs.get("auto_pad", "NOTSET") == "SAME_UPPER" else total - total // 2
+            begin.append(first)
+            end.append(total - first)
+        elif attrs.get("auto_pad", "NOTSET") == "VALID":
+            begin.append(0)
+            end.append(0)
+        else:
+            begin.append(pads[i])
+            end.append(pads[rank + i])
+        extra.append(out_spatial[i] - (full - begin[i] - end[i]))
+        if extra[-1] < 0:
+            raise unsupported(node, "the output shape is smaller than its padding allows")
+    if rank == 1:
+        strides, begin, end, dilations, extra = [1, *strides], [0, *begin], [0, *end], [1, *dilations], [0, *extra]
+    group = attrs.get("group", 1)
+    params = [rank, group, *_kernel2d(kernel), *strides, *begin, *end, *dilations, ACTIVATIONS["None"], F32(0.0),
+              F32(0.0), *extra]
+    cg = shape_of(x)[1] // group
+    rows = out.shape[1] // group * int(np.prod(kernel))
+    lw.emit("ConvTranspose", [x, w, bias], [out], params, lw.gemm_scratch(cg + rows, int(np.prod(in_spatial))))
+    return [out]
+
+
+@emitter("MatMul")
+def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    if dtype_of(inputs[0]) != "float32":
+        raise unsupported(node, "float32 only")
+    out, = lw.outputs(node, inputs)
+    a, b = shape_of(inputs[0]), shape_of(inputs[1])
+    k = a[-1]
+    n = b[-1] if len(b) > 1 else 1
+    lw.emit("MatMul", inputs, [out], [], lw.gemm_scratch(k, n))
+    return [out]
+
+
+@emitter("Gemm")
+def emit_gemm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    if dtype_of(inputs[0]) != "float32":
+        raise unsupported(node, "float32 only")
+    attrs = attributes(node)
+    out, = lw.outputs(node, inputs)
+    a = shape_of(inputs[0])
+    k = a[0] if attrs.get("transA", 0) else a[1]
+    params = [attrs.get("transA", 0), attrs.get("transB", 0), F32(attrs.get("alpha", 1.0)),
+              F32(attrs.get("beta", 1.0)), ACTIVATIONS["None"], F32(0.0), F32(0.0)]
+    lw.emit("Gemm", inputs[:3], [out], params, lw.gemm_scratch(k, out.shape[1]))
+    return [out]
+
+
+# pools and normalization
+
+
+@emitter("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
+def emit_pool(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    if dtype_of(x) != "float32":
+        raise unsupported(node, "float32 only")
+    if len([o for o in node.output if o]) > 1:
+        raise unsupported(node, "the Indices output is not supported")
+    attrs = attributes(node)
+    spatial = shape_of(x)[2:]
+    kernel = list(spatial) if node.op_type.startswith("Global") else list(attrs["kernel_shape"])
+    strides, begin, end, dilations = _spatial_params(node, spatial, kernel)
+    out, = lw.outputs(node, inputs[:1])
+    is_max = node.op_type in ("MaxPool", "GlobalMaxPool")
+    params = [0 if is_max else 1, attrs.get("count_include_pad", 0), *_kernel2d(kernel), *strides, *begin, *end,
+              *dilations]
+    lw.emit("Pool", [x], [out], params)
+    return [out]
+
+
+@emitter("Softmax", "LogSoftmax")
+def emit_softmax(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    if dtype_of(x) != "float32":
+        raise unsupported(node, "float32 only")
+    rank = len(shape_of(x))
+    legacy = lw.opset < 13
+    axis = attributes(node).get("axis", 1 if legacy else -1) % max(rank, 1)
+    out = lw.arena(node.output[0], "float32", shape_of(x))
+    lw.emit("Softmax", [x], [out], [axis, int(legacy), int(node.op_type == "LogSoftmax")])
+    return [out]
+
+
+@emitter("BatchNormalization")
+def emit_batch_norm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    attrs = attributes(node)
+    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
+        raise unsupported(node, "training mode is not supported")
+    x = inputs[0]
+    scale, bias, mean, var = (constant(node, v, "statistics").astype(np.float64) for v in inputs[1:5])
+    factor = scale / np.sqrt(var + attrs.get("epsilon", 1e-5))
+    out = lw.arena(node.output[0], "float32", shape_of(x))
+    lw.emit("ChannelAffine", [x, factor.astype(np.float32), (bias - mean * factor).astype(np.float32)], [out])
+    return [out]
+
+
+@emitter("LayerNormalization")
+def emit_layer_norm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    if len([o for o in node.output if o]) > 1:
+        raise unsupported(node, "the Mean and InvStdDev outputs are not supported")
+    attrs = attributes(node)
+    x = inputs[0]
+    rank = len(shape_of(x))
+    axis = attrs.get("axis", -1) % rank
+    normalized = shape_of(x)[axis:]
+    params = []
+    for value in inputs[1:3]:
+        if value is None or isinstance(value, Runtime):
+            params.append(value)
+        else:
+            params.append(np.ascontiguousarray(np.broadcast_to(np.asarray(value), normalized)))
+    if len(params) < 2:
+        params.append(None)
+    out = lw.arena(node.output[0], "float32", shape_of(x))
+    lw.emit("LayerNorm", [x, *params], [out], [axis, F32(attrs.get("epsilon", 1e-5))])
+    return [out]
+
+
+@emitter(*REDUCE)
+def emit_reduce(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    if dtype_of(x) != "float32":
+        raise unsupported(node, "float32 only")
+    attrs = attributes(node)
+    rank = len(shape_of(x))
+    axes = attrs.get("axes")
+    if len(inputs) > 1 and inputs[1] is not None:
+        axes = constant(node, inputs[1], "axes").tolist()
+    if not axes:
+        axes = [] if attrs.get("noop_with_empty_axes", 0) else list(range(rank))
+    flags = [0] * rank
+    for axis in axes:
+        flags[axis % rank] = 1
+    out, = lw.outputs(node, inputs)
+    lw.emit("Reduce", [x], [out], [REDUCE[node.op_type], *flags])
+    return [out]
+
+
+@emitter("ArgMax", "ArgMin")
+def emit_arg_extreme(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    if dtype_of(inputs[0]) != "float32":
+        raise unsupported(node, "float32 only")
+    attrs = attributes(node)
+    out, = lw.outputs(node, inputs)
+    axis = attrs.get("axis", 0) % len(shape_of(inputs[0]))
+    lw.emit("ArgExtreme", inputs[:1], [out], [axis, int(node.op_type == "ArgMax"), attrs.get("select_last_index", 0)])
+    return [out]
+
+
+# data movement
+
+
+@emitter("LSTM")
+def emit_lstm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    attrs = attributes(node)
+    if attrs.get("layout", 0) or attrs.get("input_forget", 0) or "clip" in attrs:
+        raise unsupported(node, "layout 1, input_forget and clip are not supported")
+    if [a.decode() if isinstance(a, bytes) else a for a in attrs.get("activations", [])] not in (
+            [], ["Sigmoid", "Tanh", "Tanh"], ["Sigmoid", "Tanh", "Tanh"] * 2):
+        raise unsupported(node, "only the default activations are supported")
+    inputs = list(inputs) + [None] * (8 - len(inputs))
+    if inputs[7] is not None:
+        raise unsupported(node, "peepholes are not supported")
+    x = inputs[0]
+    seq, batch, _ = shape_of(x)
+    lengths = constant(node, inputs[4], "sequence_lens")
+    if lengths is not None and not np.all(lengths == seq):
+        raise unsupported(node, "sequence_lens shorter than the sequence are not supported")
+    hidden = attrs["hidden_size"]
+    direction = {"forward": 0, "reverse": 1, "bidirectional": 2}[attrs.get("direction", "forward")]
+    dirs = 2 if direction == 2 else 1
+    names = list(node.output) + [""] * (3 - len(node.output))
+    shapes = [(seq, dirs, batch, hidden), (dirs, batch, hidden), (dirs, batch, hidden)]
+    outs = [lw.arena(name or f"{node.name or node.output[0]}/unused{k}", "float32", shape)
+            for k, (name, shape) in enumerate(zip(names, shapes))]
+    lw.emit("LSTM", [x, inputs[1], inputs[2], inputs[3], inputs[5], inputs[6]], outs, [hidden, direction],
+            4 * hidden * 4)
+    return outs[:len(node.output)]

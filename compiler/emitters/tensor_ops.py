@@ -1,0 +1,269 @@
+"""Emitters of elementwise, shape and layout ops."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from edgepack.runtime.native.epk import ACTIVATIONS, BINARY, F32, UNARY
+
+from ..values import Runtime, Value, attributes
+from . import FLOAT_MAX, constant, dtype_of, emitter, shape_of, unsupported
+
+if TYPE_CHECKING:
+    from ..lower import Lowering
+
+
+@emitter("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout")
+def emit_reshape(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    if node.op_type == "Dropout" and len([o for o in node.output if o]) > 1:
+        raise unsupported(node, "the mask output is not supported")
+    (dtype, shape), *_ = lw.infer(node, inputs)
+    source = inputs[0]
+    if not isinstance(source, Runtime):
+        return [np.asarray(source).reshape(shape)]
+    return [lw.alias(node.output[0], source, shape)]
+
+
+# elementwise
+
+
+def binary(lw: Lowering, kind: str, a: Value, b: Value, name: str) -> Runtime:
+    compare = kind in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor")
+    shape = np.broadcast_shapes(shape_of(a), shape_of(b))
+    out = lw.arena(name, "bool" if compare else dtype_of(a), shape)
+    lw.emit("Binary", [a, b], [out], [BINARY[kind]])
+    return out
+
+
+@emitter(*[k for k in BINARY if k != "Mod"], "Mod")
+def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    a, b = inputs
+    if node.op_type == "Pow" and dtype_of(b) != dtype_of(a):
+        b = constant(node, b, "exponent").astype(dtype_of(a))
+    if node.op_type == "Mod":
+        fmod = attributes(node).get("fmod", 0)
+        if (dtype_of(a) == "float32") != bool(fmod):
+            raise unsupported(node, "fmod must be 1 for floats and 0 for integers")
+    if len(inputs) != 2:
+        raise unsupported(node, "variadic form")
+    return [binary(lw, node.op_type, a, b, node.output[0])]
+
+
+@emitter("Sum", "Mean")
+def emit_variadic(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    kind = {"Sum": "Add", "Mean": "Add"}[node.op_type]
+    result = inputs[0]
+    for k, value in enumerate(inputs[1:]):
+        last = k == len(inputs) - 2 and node.op_type != "Mean"
+        result = binary(lw, kind, result, value, node.output[0] if last else f"{node.output[0]}/{k}")
+    if node.op_type == "Mean":
+        scale = np.array(1.0 / len(inputs), dtype=dtype_of(result))
+        result = binary(lw, "Mul", result, scale, node.output[0])
+    elif len(inputs) == 1:
+        result = lw.alias(node.output[0], result, shape_of(result)) if isinstance(result, Runtime) else result
+    return [result]
+
+
+@emitter("Max", "Min")
+def emit_extreme(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    result = inputs[0]
+    for k, value in enumerate(inputs[1:]):
+        last = k == len(inputs) - 2
+        result = binary(lw, node.op_type, result, value, node.output[0] if last else f"{node.output[0]}/{k}")
+    if len(inputs) == 1:
+        result = lw.alias(node.output[0], result, shape_of(result))
+    return [result]
+
+
+def unary_params(node: onnx.NodeProto, inputs: list[Any], opset: int) -> tuple[str, float, float]:
+    """The plan's unary kind and its two float parameters for this node."""
+    attrs = attributes(node)
+    op = node.op_type
+    if op == "Clip":
+        if opset < 11:
+            return "Clip", attrs.get("min", -FLOAT_MAX), attrs.get("max", FLOAT_MAX)
+        low = constant(node, inputs[1] if len(inputs) > 1 else None, "min")
+        high = constant(node, inputs[2] if len(inputs) > 2 else None, "max")
+        return "Clip", -FLOAT_MAX if low is None else float(low), FLOAT_MAX if high is None else float(high)
+    if op == "Gelu":
+        return ("GeluTanh" if attrs.get("approximate", "none") == "tanh" else "Gelu"), 0.0, 0.0
+    defaults = {"LeakyRelu": (0.01, 0.0), "HardSigmoid": (0.2, 0.5), "Elu": (1.0, 0.0), "Celu": (1.0, 0.0),
+                "ThresholdedRelu": (1.0, 0.0), "Selu": (1.67326319217681884765625, 1.05070102214813232421875)}
+    a, b = defaults.get(op, (0.0, 0.0))
+    if op == "Selu":
+        return op, attrs.get("alpha", a), attrs.get("gamma", b)
+    return op, attrs.get("alpha", a), attrs.get("beta", b)
+
+
+FUSABLE = {"Relu", "Clip", "HardSigmoid", "LeakyRelu", "HardSwish", "Sigmoid"}
+
+
+@emitter(*[k for k in UNARY if k != "GeluTanh"])
+def emit_unary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    kind, a, b = unary_params(node, inputs, lw.opset)
+    source = inputs[0]
+    if kind in FUSABLE and _fuse(lw, source, node, kind, a, b):
+        return [Runtime(source.index, source.dtype, source.shape)]
+    out = lw.arena(node.output[0], dtype_of(source), shape_of(source))
+    lw.emit("Unary", [source], [out], [UNARY[kind], F32(a), F32(b)])
+    return [out]
+
+
+def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float, b: float) -> bool:
+    """Folds the activation into the Conv or Gemm just emitted when it is that op's only reader."""
+    if not isinstance(source, Runtime) or not lw.ops:
+        return False
+    producer = lw.ops[-1]
+    name = lw.tensors[source.index].name
+    if producer.kind not in ("Conv", "Gemm", "ConvTranspose") or producer.outputs != [source.index]:
+        return False
+    if lw.uses.get(name, 0) != 1 or name in lw.graph_outputs:
+        return False
+    act = 4 if producer.kind == "Gemm" else 12  # where the activation sits in the op's parameters
+    if producer.params[act] != ACTIVATIONS["None"]:
+        return False
+    producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(a), F32(b)]
+    lw.tensors[source.index].name = node.output[0]
+    return True
+
+
+@emitter("Where")
+def emit_where(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    out, = lw.outputs(node, inputs)
+    lw.emit("Where", inputs, [out])
+    return [out]
+
+
+@emitter("Expand")
+def emit_expand(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    out, = lw.outputs(node, inputs)
+    lw.emit("Expand", inputs[:1], [out])
+    return [out]
+
+
+@emitter("Cast", "CastLike")
+def emit_cast(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    out, = lw.outputs(node, inputs)
+    lw.emit("Cast", inputs[:1], [out])
+    return [out]
+
+
+# convolution and products
+
+
+@emitter("Transpose")
+def emit_transpose(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    rank = len(shape_of(x))
+    perm = list(attributes(node).get("perm", list(range(rank))[::-1]))
+    out = lw.arena(node.output[0], dtype_of(x), [shape_of(x)[p] for p in perm])
+    lw.emit("Transpose", [x], [out], perm)
+    return [out]
+
+
+@emitter("Concat")
+def emit_concat(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    out, = lw.outputs(node, inputs)
+    axis = attributes(node)["axis"] % len(out.shape)
+    lw.emit("Concat", [v for v in inputs if v is not None], [out], [axis])
+    return [out]
+
+
+@emitter("Split")
+def emit_split(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    outs = lw.outputs(node, inputs)
+    axis = attributes(node).get("axis", 0) % len(shape_of(inputs[0]))
+    lw.emit("Split", inputs[:1], outs, [axis])
+    return outs
+
+
+@emitter("Slice")
+def emit_slice(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    shape = shape_of(x)
+    rank = len(shape)
+    if lw.opset < 10:
+        attrs = attributes(node)
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes, steps = attrs.get("axes", list(range(len(starts)))), [1] * len(starts)
+    else:
+        starts = constant(node, inputs[1], "starts").tolist()
+        ends = constant(node, inputs[2], "ends").tolist()
+        axes = constant(node, inputs[3], "axes").tolist() if len(inputs) > 3 and inputs[3] is not None \
+            else list(range(len(starts)))
+        steps = constant(node, inputs[4], "steps").tolist() if len(inputs) > 4 and inputs[4] is not None \
+            else [1] * len(starts)
+    params = [0, 1] * rank
+    out_shape = list(shape)
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis %= rank
+        picked = range(*slice(start, end, step).indices(shape[axis]))
+        out_shape[axis] = len(picked)
+        params[2 * axis:2 * axis + 2] = [picked[0] if len(picked) else 0, step]
+    out = lw.arena(node.output[0], dtype_of(x), out_shape)
+    lw.emit("Slice", [x], [out], params)
+    return [out]
+
+
+@emitter("Gather")
+def emit_gather(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    out, = lw.outputs(node, inputs)
+    axis = attributes(node).get("axis", 0) % len(shape_of(inputs[0]))
+    lw.emit("Gather", inputs, [out], [axis])
+    return [out]
+
+
+PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+
+
+@emitter("Pad")
+def emit_pad(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    attrs = attributes(node)
+    rank = len(shape_of(x))
+    if lw.opset < 11:
+        pads, value, axes = list(attrs["pads"]), attrs.get("value", 0.0), list(range(rank))
+    else:
+        pads = constant(node, inputs[1], "pads").tolist()
+        fill = constant(node, inputs[2] if len(inputs) > 2 else None, "constant value")
+        value = 0.0 if fill is None or fill.size == 0 else float(fill.reshape(-1)[0])
+        axes = constant(node, inputs[3], "axes").tolist() if len(inputs) > 3 and inputs[3] is not None \
+            else list(range(rank))
+    before = [0] * rank
+    for i, axis in enumerate(axes):
+        before[axis % rank] = pads[i]
+    out, = lw.outputs(node, inputs)
+    lw.emit("Pad", [x], [out], [PAD_MODES[attrs.get("mode", "constant")], F32(value), *before])
+    return [out]
+
+
+COORDINATES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
+               "tf_half_pixel_for_nearest": 4}
+NEAREST = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+
+
+@emitter("Resize")
+def emit_resize(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    x = inputs[0]
+    attrs = attributes(node)
+    mode = attrs.get("mode", "nearest")
+    transform = attrs.get("coordinate_transformation_mode", "half_pixel" if lw.opset >= 11 else "asymmetric")
+    if mode not in ("nearest", "linear") or transform not in COORDINATES or attrs.get("antialias", 0) \
+            or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch" or "axes" in attrs:
+        raise unsupported(node, "only nearest and linear modes with the common coordinate transforms are supported")
+    out, = lw.outputs(node, inputs)
+    shape = shape_of(x)
+    scales_at = 1 if lw.opset < 11 else 2
+    scales = constant(node, inputs[scales_at] if len(inputs) > scales_at else None, "scales")
+    if scales is None or scales.size == 0:
+        scales = np.array(out.shape, dtype=np.float64) / np.maximum(np.array(shape, dtype=np.float64), 1)
+    params = [int(mode == "linear"), COORDINATES[transform], NEAREST[attrs.get("nearest_mode", "round_prefer_floor")],
+              *[F32(float(s)) for s in scales]]
+    lw.emit("Resize", [x], [out], params, 3 * 4 * out.shape[-1])
+    return [out]
+
+
+# recurrent

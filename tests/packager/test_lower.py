@@ -1,0 +1,104 @@
+"""The lower stage: each partition's artefact is made once per build and reused by the target and by verify; the
+partitioner's CoreML check is that conversion; errors of the plan compiler carry node lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import edgepack
+from edgepack import samples
+from edgepack.compiler import lower as compiler_lower
+from edgepack.compiler.lower import MissingKernels, lower_to_plan
+from edgepack.packager.lower import Lowerer, plan_of
+from edgepack.packager.partition import partition
+from edgepack.profile import load_profile
+from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.providers import PROVIDERS
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """Counts calls of `module.name` (looked up through the module at each call)."""
+    calls: list[int] = []
+    original = getattr(module, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("name, shapes", [("tiny-cnn", None), ("ppocr-cls", {"x": (1, 3, 48, 192)})])
+def test_coreml_conversion_happens_once_per_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                                   shapes: dict[str, tuple[int, ...]] | None) -> None:
+    if reason := PROVIDERS["coreml"].missing():
+        pytest.skip(reason)
+    from edgepack.runtime.providers.coreml import convert
+
+    conversions = counting(monkeypatch, convert, "to_program")
+    result = edgepack.build(samples.path(name), "iphone", tmp_path, input_shapes=shapes)
+    coreml = [p for p in result.manifest["partitions"] if p["provider"] == "coreml"]
+    assert coreml and result.manifest["fidelity"]["passed"]
+    assert len(conversions) == len(coreml)
+
+
+def test_a_plan_is_lowered_once_per_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C library's plan is lowered by the lower stage; verify runs that `.epk`, not the ONNX again."""
+    if reason := PROVIDERS["cpu"].missing():
+        pytest.skip(reason)
+    profile = tmp_path / "host.toml"
+    profile.write_text('name = "host"\ntarget = "embedded"\nproviders = ["cpu"]\n[shapes.dims]\nbatch = 1\n')
+    lowerings = counting(monkeypatch, compiler_lower, "Lowering")
+    result = edgepack.build(samples.path("tiny-cnn"), profile, tmp_path)
+    assert result.manifest["partitions"][0]["artifact"].endswith(".epk")
+    assert result.manifest["fidelity"]["passed"]
+    assert len(lowerings) == 1
+
+
+def unsupported_chain() -> onnx.ModelProto:
+    """Hardmax, then a CumSum that reads it (never reached by the lowering), then a Relu the core has."""
+    nodes = [helper.make_node("Hardmax", ["x"], ["h"], name="pick_max"),
+             helper.make_node("CumSum", ["h", "axis"], ["c"], name="running_total"),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_missing_kernels_are_a_node_list() -> None:
+    with pytest.raises(MissingKernels) as caught:
+        lower_to_plan(unsupported_chain())
+    assert caught.value.nodes == ["Hardmax (pick_max)", "CumSum (running_total)"]
+
+
+def test_plan_errors_name_the_product_and_each_missing_op() -> None:
+    with pytest.raises(EdgepackError) as caught:
+        plan_of(unsupported_chain(), "the C library")
+    assert caught.value.what.startswith("the C library cannot be built: the C core has no kernel for CumSum, Hardmax")
+    assert "2 node(s): Hardmax (pick_max), CumSum (running_total)" in caught.value.what
+
+
+def test_the_partitioners_coreml_check_is_the_stage_conversion(monkeypatch: pytest.MonkeyPatch) -> None:
+    if reason := PROVIDERS["coreml"].missing():
+        pytest.skip(reason)
+    from edgepack.runtime.providers.coreml import convert
+
+    conversions = counting(monkeypatch, convert, "to_program")
+    model = onnx.load(samples.path("tiny-cnn"))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    model = onnx.shape_inference.infer_shapes(model)
+    lowerer = Lowerer(load_profile("iphone"), {"coreml": "mlpackage", "neon": "plan"}, "the Swift package")
+    try:
+        parts = partition(model, ["coreml", "neon"], "neon", lowerer.compiles)
+        checked = len(conversions)
+        lowered = lowerer.lower(model, parts)
+    finally:
+        lowerer.close()
+    assert [low.form for low in lowered] == ["mlpackage" if p.provider == "coreml" else "plan" for p in parts]
+    assert checked >= 1 and len(conversions) == checked

@@ -92,7 +92,7 @@ class Session:
             return (self.requested or ["reference"])[0]
         if self.requested is None or wanted in self.requested:
             return wanted
-        if info["artifact"].endswith(".onnx"):
+        if _onnx_artifact(info) is not None:
             return self.requested[0]
         raise EdgepackError(f"partition {info['id']!r} is {wanted!r} IR ({info['artifact']}) and only the {wanted!r} "
                             f"provider runs it; this session has {self.requested}",
@@ -104,7 +104,7 @@ class Session:
         provider = PROVIDERS[name]
         options = {**info.get("options", {}), **self._session_options(provider),
                    **self.provider_options.get(name, {})}
-        artifact = info["artifact"]
+        artifact = info["artifact"] if name == info["provider"] else _onnx_artifact(info) or info["artifact"]
         if artifact in models:
             return _Partition(info, name, provider.compile(models[artifact], options))
         path = self.folder / artifact
@@ -155,3 +155,9 @@ class Session:
                                             fix=f"feed an array of shape {spec.shape}")
             checked[name] = array
         return checked
+
+
+def _onnx_artifact(info: dict[str, Any]) -> str | None:
+    """The partition as ONNX, which any provider may run: its artefact, or the graph a plan partition keeps beside
+    its plan (`onnx`, the C library's)."""
+    return info["artifact"] if info["artifact"].endswith(".onnx") else info.get("onnx")

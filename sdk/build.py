@@ -237,16 +237,18 @@ def quantize_stage(state: BuildState, progress: Reporter) -> str:
 
 
 def oracle_stage(state: BuildState, progress: Reporter) -> str:
-    """The fp32 source's outputs on the sample inputs (one sample without verify: the targets' example run)."""
+    """The sample inputs and the fp32 source's outputs on them. Without verify only the first sample is kept, and
+    the source is run on it only for a target that ships its outputs (the Swift package's test)."""
     options = state.options
-    if options.sample_inputs is None and state.samples is not None:
+    samples, origin = options.sample_inputs, None
+    if samples is None and state.samples is not None:
         count = min(len(state.samples), VERIFY_CALIBRATION_SAMPLES)
-        state.oracle = run_oracle(state.checked, state.samples[:count], state.profile.dims,
-                                  origin=f"the first {count} calibration samples")
-    else:
-        state.oracle = run_oracle(state.checked, options.sample_inputs, state.profile.dims)
-    if not options.verify:
-        state.oracle = Oracle(state.oracle.samples[:1], state.oracle.expected[:1], state.oracle.origin)
+        samples, origin = state.samples[:count], f"the first {count} calibration samples"
+    run = options.verify or state.target.ships_expected
+    state.oracle = run_oracle(state.checked, samples, state.profile.dims, origin, run=run,
+                              first_only=not options.verify)
+    if not run:
+        return f"not run (verify=False), example input: {state.oracle.origin}"
     return f"the fp32 source on reference, {len(state.oracle.samples)} sample(s): {state.oracle.origin}"
 
 
@@ -271,7 +273,8 @@ def bundle_stage(state: BuildState, progress: Reporter) -> str:
     for leftover in state.staging.iterdir():
         leftover.unlink() if leftover.is_file() else shutil.rmtree(leftover)
     bundle_input = BundleInput(state.quantized.model, bundle_name(state.model_path, state.profile), state.profile,
-                               state.lowered, state.oracle.samples[0], state.oracle.expected[0])
+                               state.lowered, state.oracle.samples[0],
+                               state.oracle.expected[0] if state.oracle.expected else None)
     state.report.partitions = state.target.write(bundle_input, state.staging)
     state.report.bundle_bytes = sum(p.stat().st_size for p in state.staging.rglob("*") if p.is_file())
     return f"{len(state.report.partitions)} partition(s), {state.report.bundle_bytes:,} bytes"

@@ -69,17 +69,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .input_shapes import parse_input_shapes
     from .verify import fidelity_summary
 
-    shapes = parse_input_shapes(args.input_shape or [])
+    options = dict(input_shapes=parse_input_shapes(args.input_shape or []), force=args.force,
+                   sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
+                   verify=not args.no_verify, **_precision_options(args))
     if args.json:
-        result = build(args.model, args.profile, args.output, shapes, force=args.force,
-                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
-                       **_precision_options(args))
+        result = build(args.model, args.profile, args.output, **options)
         print(json.dumps(result.report.as_dict(), indent=2))
         return 0
     with RichReporter(stderr) as reporter:
-        result = build(args.model, args.profile, args.output, shapes, force=args.force, reporter=reporter,
-                       sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
-                       **_precision_options(args))
+        result = build(args.model, args.profile, args.output, reporter=reporter, **options)
     report = result.report
     table = Table(title=f"edgepack build: {Path(report.model).name} for {report.profile}", title_justify="left")
     for column in ("", "source", "bundle"):
@@ -345,6 +343,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--tune", action="store_true",
                    help="int8 activations: time int8 against fp32 per op class on the target's runtime at build "
                         "time, instead of the table measured by benchmarks/int8_speed.py")
+    b.add_argument("--no-verify", action="store_true",
+                   help="leave out the verify stage (the manifest's fidelity is null): a quicker look at a bundle")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.set_defaults(func=cmd_build)

@@ -20,13 +20,17 @@ def model_inputs(model: onnx.ModelProto) -> list[Any]:
 
 def profile_runner(profile: Profile) -> Callable[[onnx.ModelProto, dict[str, np.ndarray]], dict[str, np.ndarray]]:
     """Runs a whole model on the profile's first provider in full precision, or on `reference` when that one
-    refuses it."""
+    refuses it. The session is kept while the same model object is run again (calibration runs one model on every
+    sample)."""
+    last: list[tuple[onnx.ModelProto, Session]] = []
 
     def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        try:
-            session = Session(model, providers=[profile.providers[0]], full_precision=True)
-        except Exception:  # noqa: BLE001  (an accelerator that cannot compile the whole model)
-            session = Session(model, providers=["reference"])
-        return session.run(feeds)
+        if not last or last[0][0] is not model:
+            try:
+                session = Session(model, providers=[profile.providers[0]], full_precision=True)
+            except Exception:  # noqa: BLE001  (an accelerator that cannot compile the whole model)
+                session = Session(model, providers=["reference"])
+            last[:] = [(model, session)]
+        return last[0][1].run(feeds)
 
     return run

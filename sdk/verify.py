@@ -84,9 +84,11 @@ class Oracle:
 
 
 def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
-               dims: dict[str, int] | None = None, origin: str | None = None) -> Oracle:
+               dims: dict[str, int] | None = None, origin: str | None = None, run: bool = True,
+               first_only: bool = False) -> Oracle:
     """Run the fp32 source on `reference` over the sample inputs (the user's, or generated from the inputs);
-    `origin` says where a list of feeds came from."""
+    `origin` says where a list of feeds came from. `first_only` keeps the first sample; without `run` the outputs are
+    not computed (`expected` is empty)."""
     from edgepack.runtime import Session
 
     oracle = Session(source, providers=["reference"])
@@ -98,8 +100,9 @@ def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
     else:
         samples = [sample_feeds(oracle.inputs, seed=seed, dims=dims) for seed in SEEDS]
         origin = f"generated (seeds {', '.join(map(str, SEEDS))}; floats in [-1, 1], integers in [0, 10))"
-    expected = []
-    for index, feeds in enumerate(samples):
+    samples = samples[:1] if first_only else samples
+    expected: list[dict[str, np.ndarray]] = []
+    for index, feeds in enumerate(samples if run else []):
         try:
             expected.append(oracle.run(feeds))
         except EdgepackError:

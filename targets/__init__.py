@@ -27,8 +27,9 @@ class BundleInput:
     """Each partition with the artefact the lower stage made of it (in the form the target named)."""
     example: dict[str, np.ndarray]
     """One of the verify stage's sample inputs, for targets that ship an example run (the web demo)."""
-    expected: dict[str, np.ndarray]
-    """The fp32 source's outputs on `example`, for targets that ship a test against them (the Swift package)."""
+    expected: dict[str, np.ndarray] | None
+    """The fp32 source's outputs on `example`, for targets that ship a test against them (the Swift package); None
+    where the target asks none (`Target.ships_expected`) and the build is not verified."""
 
 
 Write = Callable[[BundleInput, Path], list[dict[str, Any]]]
@@ -67,6 +68,8 @@ class Target:
     """Provider -> the form its partitions ship in (`plan`, `ir`, `mlpackage`; `onnx` for a provider not named)."""
     product: str = "the bundle"
     """What the target makes, as its errors name it ("the C library")."""
+    ships_expected: bool = False
+    """The bundle holds the source's outputs on the example input (the Swift package's XCTest)."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -79,12 +82,13 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
              applies_precision: bool = False, runtime: ShippedRuntime | None = None,
-             forms: Mapping[str, str] | None = None, product: str = "the bundle") -> Callable[[Write], Write]:
+             forms: Mapping[str, str] | None = None, product: str = "the bundle", ships_expected: bool = False
+             ) -> Callable[[Write], Write]:
     def decorate(write: Write) -> Write:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
         TARGETS[name] = Target(name, summary, write, precisions, applies_precision, runtime, dict(forms or {}),
-                               product)
+                               product, ships_expected)
         return write
 
     return decorate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,3 +33,21 @@ def test_a_long_file_is_found(tmp_path: Path) -> None:
     (tmp_path / "sdk").mkdir()
     (tmp_path / "sdk" / "short.py").write_text("x = 1\n" * BUDGET)
     assert over_budget(tmp_path) == {"targets/web/long.js": BUDGET + 1}
+
+
+def long_functions(path: Path, limit: int = 60) -> dict[str, int]:
+    """Functions of `path` longer than `limit` lines, and their lengths."""
+    tree = ast.parse(path.read_text())
+    return {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > limit}
+
+
+def test_the_build_reads_as_its_stages() -> None:
+    """sdk/build.py is the list of stages: no function in it over 60 lines."""
+    assert long_functions(ROOT / "sdk" / "build.py") == {}
+
+
+def test_a_long_function_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "build.py"
+    path.write_text("def build():\n" + "    x = 1\n" * 60 + "\n\ndef stage():\n    return 1\n")
+    assert long_functions(path) == {"build": 61}

@@ -73,7 +73,9 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     library = {"name": name, "plan": plan_path, "header": f"include/{name}.h",
                "inputs": [p.name for p in inputs], "outputs": [p.name for p in outputs],
                "kernels": sorted(selection.kernels.values()), "shapes": {p.name: list(p.shape) for p in inputs}}
-    return [{"id": part.id, "provider": part.provider, "artifact": plan_path, "inputs": part.inputs,
+    onnx_path = f"{part.id}.onnx"
+    write_file(staging / onnx_path, part.model.SerializeToString(deterministic=True))
+    return [{"id": part.id, "provider": part.provider, "artifact": plan_path, "onnx": onnx_path, "inputs": part.inputs,
              "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops, "library": library}]
 
 

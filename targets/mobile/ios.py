@@ -30,7 +30,7 @@ FIXED_SOURCES = ("EdgepackTensor.swift", "CoreMLStep.swift")
 
 @register("ios", "Swift package: CoreML .mlpackage partitions, NEON C core for the rest, typed async API, XCTest",
           precisions=PRECISIONS, applies_precision=True, forms={"coreml": "mlpackage", CORE_PROVIDER: "plan"},
-          product=PRODUCT)
+          product=PRODUCT, ships_expected=True)
 def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     from edgepack.runtime.version import __version__
 

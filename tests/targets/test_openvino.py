@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +25,30 @@ def fp32_profile(folder: Path) -> Path:
     return path
 
 
+Builds = Callable[[str, str], edgepack.BuildResult]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Builds:
+    """intel-nuc bundles of the samples on their feeds, `fp16` (the profile's) or `fp32`, each built once."""
+    root = tmp_path_factory.mktemp("intel-nuc")
+    profiles = {"fp16": "intel-nuc", "fp32": fp32_profile(root)}
+    results: dict[tuple[str, str], edgepack.BuildResult] = {}
+
+    def build(name: str, weights: str) -> edgepack.BuildResult:
+        if (name, weights) not in results:
+            results[name, weights] = edgepack.build(samples.path(name), profiles[weights], root / weights,
+                                                    sample_inputs=[samples.feeds(name)])
+        return results[name, weights]
+
+    return build
+
+
 @pytest.mark.parametrize("name", samples.names())
-def test_intel_nuc_bundle_runs_close_to_the_source(tmp_path: Path, name: str) -> None:
+def test_intel_nuc_bundle_runs_close_to_the_source(built: Builds, name: str) -> None:
     feeds = samples.feeds(name)
     expected = run_onnxruntime(samples.path(name), feeds)
-    fp16 = edgepack.build(samples.path(name), "intel-nuc", tmp_path / "fp16", sample_inputs=[feeds])
-    fp32 = edgepack.build(samples.path(name), fp32_profile(tmp_path), tmp_path / "fp32", sample_inputs=[feeds])
+    fp16, fp32 = built(name, "fp16"), built(name, "fp32")
     for result in (fp16, fp32):
         manifest = result.manifest
         assert {p["provider"] for p in manifest["partitions"]} <= {"openvino", "reference"}
@@ -44,10 +63,10 @@ def test_intel_nuc_bundle_runs_close_to_the_source(tmp_path: Path, name: str) ->
 
 
 @pytest.mark.parametrize("name", ["ppocr-det", "ppocr-rec", "ppocr-cls"])
-def test_ppocr_is_wholly_on_openvino_with_fp16_weights(tmp_path: Path, name: str) -> None:
-    result = edgepack.build(samples.path(name), "intel-nuc", tmp_path, sample_inputs=[samples.feeds(name)])
+def test_ppocr_is_wholly_on_openvino_with_fp16_weights(built: Builds, name: str) -> None:
+    result = built(name, "fp16")
     assert [p["provider"] for p in result.manifest["partitions"]] == ["openvino"]
-    fp32 = edgepack.build(samples.path(name), fp32_profile(tmp_path), tmp_path, sample_inputs=[samples.feeds(name)])
+    fp32 = built(name, "fp32")
     fp16_bytes = (result.bundle_dir / "p0.bin").stat().st_size
     fp32_bytes = (fp32.bundle_dir / "p0.bin").stat().st_size
     assert fp16_bytes < 0.55 * fp32_bytes
@@ -77,14 +96,14 @@ def _fp16_weight_names(bundle: Path) -> set[str]:
     return names
 
 
-def test_int4_weights_stay_int4_in_the_ir(tmp_path: Path) -> None:
+def test_int4_weights_stay_int4_in_the_ir(tmp_path: Path, built: Builds) -> None:
     """ppocr-rec with --weights int4 on intel-nuc: OpenVINO keeps every block-quantized weight as an int4 constant
     (its own compressed form; blocks divide each reduction axis, as its ONNX reader needs), and the bundle stays
     close to the source."""
     feeds = samples.feeds("ppocr-rec")
     int4 = edgepack.build(samples.path("ppocr-rec"), "intel-nuc", tmp_path / "int4", sample_inputs=[feeds],
                           weights="int4")
-    fp32 = edgepack.build(samples.path("ppocr-rec"), fp32_profile(tmp_path), tmp_path / "fp32", sample_inputs=[feeds])
+    fp32 = built("ppocr-rec", "fp32")
     assert [p["provider"] for p in int4.manifest["partitions"]] == ["openvino"]
     ir = ElementTree.parse(int4.bundle_dir / "p0.xml").getroot()
     constants = [layer.find("data").get("element_type") for layer in ir.iter("layer") if layer.get("type") == "Const"]

@@ -17,7 +17,7 @@ from edgepack.runtime.errors import EdgepackError
 from ...capability import model_opsets
 from .compress import compress
 from .context import Context, mil_name
-from .mil import coremltools, quiet
+from .mil import coremltools, quiet, without_collection
 from .ops import CONVERTERS
 
 COMPUTE_PRECISIONS = ("fp16", "fp32")
@@ -80,7 +80,7 @@ def to_mlpackage(model: onnx.ModelProto, path: Path, options: Mapping[str, Any])
     if precision not in COMPUTE_PRECISIONS:
         raise EdgepackError(f"CoreML compute precision {precision!r} is not one of {', '.join(COMPUTE_PRECISIONS)}",
                             where="coreml provider", fix="use fp16 (the default) or fp32")
-    with quiet():
+    with quiet(), without_collection():
         mlmodel = ct.convert(conversion.program, convert_to="mlprogram", minimum_deployment_target=_target(ct, target),
                              compute_precision=ct.precision.FLOAT16 if precision == "fp16" else ct.precision.FLOAT32,
                              skip_model_load=True)

@@ -34,6 +34,7 @@ with warnings.catch_warnings():
             _runner = onnx.backend.test.BackendTest(backend_for(_provider), __name__)
             _node_cases = _runner.test_cases["OnnxBackendNodeModelTest"]
             globals()[f"TestNodeCases_{_provider}"] = type(f"TestNodeCases_{_provider}", (_node_cases,), {})
+    del _runner, _node_cases  # pytest collects any unittest.TestCase by value: left here, the last provider's cases ran twice
 
 
 def test_node_cases_are_all_there() -> None:

@@ -34,7 +34,8 @@ with warnings.catch_warnings():
             _runner = onnx.backend.test.BackendTest(backend_for(_provider), __name__)
             _node_cases = _runner.test_cases["OnnxBackendNodeModelTest"]
             globals()[f"TestNodeCases_{_provider}"] = type(f"TestNodeCases_{_provider}", (_node_cases,), {})
-    del _runner, _node_cases  # pytest collects any unittest.TestCase by value: left here, the last provider's cases ran twice
+    # pytest collects any unittest.TestCase a module holds: left here, the last provider's cases would run twice
+    del _runner, _node_cases
 
 
 def test_node_cases_are_all_there() -> None:

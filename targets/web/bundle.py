@@ -24,7 +24,9 @@ from .templates import render
 PRODUCT = "the web bundle"
 RUNTIME = Path(__file__).parent / "runtime"
 RUNTIME_FILES = ("session.js", "epk.js", "wasm.js")
-GPU_RUNTIME_FILES = ("webgpu.js",)
+GPU_RUNTIME_FILES = ("webgpu.js", "webgpu_support.js", "webgpu_weights.js", "webgpu_buffers.js", "webgpu_pipelines.js",
+                     "webgpu_geometry.js", "webgpu_lowerings.js", "webgpu_conv_gemm.js")
+"""The WebGPU executor: webgpu.js (which session.js imports) and every module it imports."""
 CORE = "runtime/edgepack.wasm"
 KERNELS = "kernels"
 EXAMPLE_ELEMENTS = 4096

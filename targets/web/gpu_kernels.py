@@ -1,4 +1,4 @@
-"""The WGSL files (targets/web/runtime/kernels/) each plan op needs on WebGPU; mirrors kernelFiles in webgpu.js."""
+"""The WGSL files (targets/web/runtime/kernels/) each plan op needs on WebGPU; mirrors OP_FILES in webgpu_support.js."""
 
 COMMON = "common.wgsl"
 

@@ -303,8 +303,8 @@ def needs_mixed_precision(state: BuildState) -> bool:
 
 def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
     """Keep the most sensitive quantized nodes in fp32, doubling how many, until the tolerance holds."""
-    lowered = state.quantized
-    order = sensitivity_order(state.slimmed, lowered, state.oracle, state.profile)
+    first = state.quantized
+    order = sensitivity_order(state.slimmed, first, state.oracle, state.profile)
     for kept in doubling(order):
         state.kept = kept
         state.quantized = state.requantize(state.kept_in_float)
@@ -312,7 +312,7 @@ def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
             stage(state, progress)
         if state.fidelity["passed"]:
             break
-    return f"kept {len(state.kept)} of {len(lowered.nodes)} nodes in fp32: {fidelity_summary(state.fidelity)}"
+    return f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32: {fidelity_summary(state.fidelity)}"
 
 
 def refuse_fidelity_loss(state: BuildState) -> None:

@@ -62,7 +62,7 @@ def _quantization(state: BuildState) -> dict[str, Any]:
 
 
 def _activation_form(state: BuildState) -> str | None:
-    """How activations were lowered, for the manifest."""
+    """How activations were quantized, for the manifest."""
     profile, samples = state.profile, state.samples
     if profile.activations == "int8" and state.compute == "fp32":
         return f"fp32 compute on int8 weights: {slower_compute(state.speed)}, so it was left out"

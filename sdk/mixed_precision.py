@@ -1,4 +1,4 @@
-"""Mixed precision: when a lowered build misses the profile's fidelity, keep its most sensitive nodes in fp32,
+"""Mixed precision: when a quantized build misses the profile's fidelity, keep its most sensitive nodes in fp32,
 doubling how many until the tolerance holds or every node is kept."""
 
 from __future__ import annotations

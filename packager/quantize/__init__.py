@@ -1,4 +1,4 @@
-"""The quantize stage: lower a slimmed model's precision as the profile asks, keeping chosen nodes in float.
+"""The quantize stage: quantize a slimmed model as the profile asks, keeping chosen nodes in float.
 
 A weight mode is a module that registers a function `(model, keep, calibration) -> QuantizeResult`; `keep` names
 top-level nodes whose weights (and those read inside their subgraphs) stay in fp32, and `calibration` (or None)
@@ -21,9 +21,9 @@ from edgepack.runtime.graph_protos import iter_graph_protos
 class QuantizeResult:
     model: onnx.ModelProto
     nodes: list[str] = field(default_factory=list)
-    """Top-level nodes whose weights or compute were lowered: the candidates for keeping in float."""
+    """Top-level nodes whose weights or compute were quantized: the candidates for keeping in float."""
     tensors: int = 0
-    """Weight tensors lowered."""
+    """Weight tensors quantized."""
 
 
 MIN_ELEMENTS = 16
@@ -100,10 +100,10 @@ def quantize(model: onnx.ModelProto, weights: str, keep: frozenset[str] = frozen
         integer_ops = integer_op_types(activations, calibration)
         result = WEIGHT_MODES[weights](result.model, keep, calibration, integer_ops)
     if activations != "fp32":
-        lowered = ACTIVATION_MODES[activations](result.model, keep, calibration)
-        nodes = set(result.nodes) | set(lowered.nodes)
-        result = QuantizeResult(lowered.model, [n.name for n in lowered.model.graph.node if n.name in nodes],
-                                result.tensors + lowered.tensors)
+        computed = ACTIVATION_MODES[activations](result.model, keep, calibration)
+        nodes = set(result.nodes) | set(computed.nodes)
+        result = QuantizeResult(computed.model, [n.name for n in computed.model.graph.node if n.name in nodes],
+                                result.tensors + computed.tensors)
     return result
 
 

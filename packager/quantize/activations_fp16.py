@@ -51,12 +51,12 @@ def fp16_activations(model: onnx.ModelProto, keep: frozenset[str], _calibration:
         for tensor in graph.initializer:
             if tensor.name in floats and tensor.name not in reads_fp16:
                 fp32_values.add(tensor.name)
-    lowered = []
+    in_fp16 = []
     for graph in iter_graph_protos(top):
-        lowered += _rewrite(graph, floats, fp32_values, keep if graph is top else frozenset(), opset)
+        in_fp16 += _rewrite(graph, floats, fp32_values, keep if graph is top else frozenset(), opset)
         _retype_boundary(graph, floats, fp32_values, is_top=graph is top)
     _cast_outputs(top, floats)
-    order = [node.name for node in top.node if node.name in set(lowered)]
+    order = [node.name for node in top.node if node.name in set(in_fp16)]
     return QuantizeResult(model, order, 0)
 
 
@@ -102,13 +102,13 @@ def _formal_takes_fp16(op_type: str, domain: str, opset: int, index: int, kind: 
 
 def _rewrite(graph: onnx.GraphProto, floats: set[str], fp32_values: set[str], keep: frozenset[str],
              opset: int) -> list[str]:
-    """Lower one graph's nodes and initializers to fp16; return the nodes that now compute in fp16."""
+    """Rewrite one graph's nodes and initializers to fp16; return the nodes that now compute in fp16."""
     for tensor in graph.initializer:
         if tensor.name in floats and tensor.name not in fp32_values:
             tensor.CopyFrom(numpy_helper.from_array(to_fp16(numpy_helper.to_array(tensor)), tensor.name))
     nodes: list[onnx.NodeProto] = []
     casts: dict[tuple[str, int], str] = {}
-    lowered = []
+    in_fp16 = []
 
     def cast(name: str, to: int) -> str:
         """`name` cast to `to`, made once per graph."""
@@ -139,10 +139,10 @@ def _rewrite(graph: onnx.GraphProto, floats: set[str], fp32_values: set[str], ke
         for name in fixed_fp32:
             nodes.append(helper.make_node("Cast", [f"{name}__fp32"], [name], f"{name}__to_fp16", to=HALF))
         if not in_fp32 and any(n in floats for n in [*node.input, *node.output]):
-            lowered.append(node.name)
+            in_fp16.append(node.name)
     del graph.node[:]
     graph.node.extend(nodes)
-    return lowered
+    return in_fp16
 
 
 def _dtype_stays_float(node: onnx.NodeProto) -> bool:

@@ -21,17 +21,17 @@ def dynamic_matmul(model: onnx.ModelProto, keep: frozenset[str]) -> QuantizeResu
     graph = model.graph
     producers = {out: node for node in graph.node for out in node.output}
     initializers = {t.name: t for t in graph.initializer}
-    nodes, lowered = [], []
+    nodes, quantized = [], []
     for node in graph.node:
         weight = int8_weight(node, producers, initializers) if node.op_type in INTEGER_OPS else None
         if node.name in keep or weight is None or not _plain(node, weight):
             nodes.append(node)
             continue
         nodes.extend(_integer_matmul(graph, node, weight))
-        lowered.append(node.name)
+        quantized.append(node.name)
     del graph.node[:]
     graph.node.extend(nodes)
-    return QuantizeResult(without_dead_code(model), lowered, len(lowered))
+    return QuantizeResult(without_dead_code(model), quantized, len(quantized))
 
 
 def _plain(node: onnx.NodeProto, weight: Int8Weight) -> bool:

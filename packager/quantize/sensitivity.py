@@ -1,4 +1,4 @@
-"""Which lowered nodes hurt fidelity most: run the float and the lowered model side by side with every top-level
+"""Which quantized nodes hurt fidelity most: run the float and the quantized model side by side with every top-level
 float value exposed, and rank each candidate node by how much relative error it adds over its inputs' error."""
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from . import Run
 FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
 
-def rank_nodes(reference: onnx.ModelProto, lowered: onnx.ModelProto, candidates: Sequence[str],
+def rank_nodes(source: onnx.ModelProto, quantized: onnx.ModelProto, candidates: Sequence[str],
                samples: Sequence[dict[str, np.ndarray]], run: Run) -> list[str]:
-    """`candidates` (top-level node names of `lowered`), the one adding the most error (averaged over `samples`)
+    """`candidates` (top-level node names of `quantized`), the one adding the most error (averaged over `samples`)
     first."""
-    reference_values, lowered_values = float_values(reference), float_values(lowered)
-    exposed = {name: info for name, info in reference_values.items() if name in lowered_values}
-    probes = with_outputs(reference, exposed), with_outputs(lowered, exposed)
+    source_values, quantized_values = float_values(source), float_values(quantized)
+    exposed = {name: info for name, info in source_values.items() if name in quantized_values}
+    probes = with_outputs(source, exposed), with_outputs(quantized, exposed)
     error: dict[str, float] = {}
     for feeds in samples:
         expected, actual = (run(probe, feeds) for probe in probes)
         for name in exposed.keys() & expected.keys() & actual.keys():
             error[name] = error.get(name, 0.0) + _relative_error(expected[name], actual[name]) / len(samples)
-    nodes = {node.name: node for node in lowered.graph.node}
+    nodes = {node.name: node for node in quantized.graph.node}
 
     def added_error(name: str) -> float:
         node = nodes[name]

@@ -17,7 +17,7 @@ from . import MIN_ELEMENTS, Calibration, QuantizeResult, readers, register_weigh
 def fp16_weights(model: onnx.ModelProto, keep: frozenset[str], _calibration: Calibration | None,
                  _integer_ops: frozenset[str]) -> QuantizeResult:
     readers_of = readers(model)
-    lowered_by: set[str] = set()
+    quantized_for: set[str] = set()
     tensors = 0
     for graph in iter_graph_protos(model.graph):
         overridable = {value.name for value in graph.input}
@@ -32,12 +32,12 @@ def fp16_weights(model: onnx.ModelProto, keep: frozenset[str], _calibration: Cal
             kept_initializers.append(stored)
             casts.append(helper.make_node("Cast", [stored.name], [tensor.name], f"{tensor.name}__to_fp32",
                                           to=onnx.TensorProto.FLOAT))
-            lowered_by |= users
+            quantized_for |= users
             tensors += 1
         del graph.initializer[:]
         graph.initializer.extend(kept_initializers)
         nodes = [*casts, *graph.node]
         del graph.node[:]
         graph.node.extend(nodes)
-    order = [node.name for node in model.graph.node if node.name in lowered_by]
+    order = [node.name for node in model.graph.node if node.name in quantized_for]
     return QuantizeResult(model, order, tensors)

@@ -32,7 +32,7 @@ reduce_range."""
 CLIP_RATIOS = np.linspace(0.5, 1.0, 26)
 """Each group's scale is the one of these fractions of its largest magnitude that gives the least squared error."""
 
-Lower = Callable[[onnx.GraphProto, onnx.TensorProto, np.ndarray, Slot, Rounding], list[onnx.NodeProto]]
+TensorQuantizer = Callable[[onnx.GraphProto, onnx.TensorProto, np.ndarray, Slot, Rounding], list[onnx.NodeProto]]
 
 
 def best_scales(groups: np.ndarray, levels: int) -> np.ndarray:
@@ -49,10 +49,10 @@ def best_scales(groups: np.ndarray, levels: int) -> np.ndarray:
     return best[:, 0]
 
 
-def per_channel(levels: int) -> Lower:
+def per_channel(levels: int) -> TensorQuantizer:
     """int8 symmetric per output channel, `levels` steps each side of zero."""
 
-    def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
+    def quantize_tensor(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
               rounding: Rounding) -> list[onnx.NodeProto]:
         axis = where.channel_axis
         rows = np.moveaxis(weight, axis, 0).reshape(weight.shape[axis], -1)
@@ -64,7 +64,7 @@ def per_channel(levels: int) -> Lower:
         return [helper.make_node("DequantizeLinear", [f"{tensor.name}__int8", f"{tensor.name}__scale"],
                                  [tensor.name], f"{tensor.name}__dequantize", axis=axis)]
 
-    return lower
+    return quantize_tensor
 
 
 int8_per_channel = per_channel(127)
@@ -80,11 +80,11 @@ def block_length(length: int, most: int) -> int | None:
     return block if block >= MIN_BLOCK else None
 
 
-def blocked(most: int, levels: int, dtype: type, kind: str) -> Lower:
+def blocked(most: int, levels: int, dtype: type, kind: str) -> TensorQuantizer:
     """Symmetric blocks of at most `most` weights along the reduction axis (`block_length`), `levels` steps each
     side of zero, fp16 scales; an axis with no such block is int8 per channel instead."""
 
-    def lower(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
+    def quantize_tensor(graph: onnx.GraphProto, tensor: onnx.TensorProto, weight: np.ndarray, where: Slot,
               rounding: Rounding) -> list[onnx.NodeProto]:
         name = tensor.name
         view = weight.reshape(weight.shape[0], -1) if where.flatten else weight
@@ -112,18 +112,18 @@ def blocked(most: int, levels: int, dtype: type, kind: str) -> Lower:
                                       to=onnx.TensorProto.FLOAT))
         return nodes
 
-    return lower
+    return quantize_tensor
 
 
-def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None, lower: Lower,
-                  kind: str, integer_ops: frozenset[str]) -> QuantizeResult:
-    """Replace each fp32 weight that only weight slots read, all with the same axes, by `lower`'s nodes (by int8
+def quantize_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None,
+                     quantizer: TensorQuantizer, kind: str, integer_ops: frozenset[str]) -> QuantizeResult:
+    """Replace each fp32 weight that only weight slots read, all with the same axes, by `quantizer`'s nodes (by int8
     per channel at INTEGER_LEVELS where a top-level node of `integer_ops` reads it); with `calibration`, the weights
     of top-level Conv/MatMul/Gemm round with compensated errors (`compensate.py`)."""
     readers_of = readers(model)
     integer_nodes = {node.name for node in model.graph.node if node.op_type in integer_ops}
     compensated = CompensatedRounding(model, keep, calibration, kind) if calibration is not None else None
-    lowered_by: set[str] = set()
+    quantized_for: set[str] = set()
     tensors = 0
     for graph in iter_graph_protos(model.graph):
         overridable = {value.name for value in graph.input}
@@ -143,9 +143,9 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Cal
                 kept_initializers.append(tensor)
                 continue
             rounding = (compensated.rounding(tensor.name) if compensated and graph is model.graph else None) or nearest
-            lowering = int8_integer_per_channel if users & integer_nodes else lower
-            added.extend(lowering(graph, tensor, numpy_helper.to_array(tensor), next(iter(where)), rounding))
-            lowered_by |= users
+            chosen = int8_integer_per_channel if users & integer_nodes else quantizer
+            added.extend(chosen(graph, tensor, numpy_helper.to_array(tensor), next(iter(where)), rounding))
+            quantized_for |= users
             tensors += 1
         fresh = [t for t in graph.initializer if t.name not in tensors_by_name]
         del graph.initializer[:]
@@ -153,18 +153,18 @@ def lower_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Cal
         nodes = [*added, *graph.node]
         del graph.node[:]
         graph.node.extend(nodes)
-    return QuantizeResult(model, [n.name for n in model.graph.node if n.name in lowered_by], tensors)
+    return QuantizeResult(model, [n.name for n in model.graph.node if n.name in quantized_for], tensors)
 
 
 @register_weights("int8")
 def int8_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None,
                  integer_ops: frozenset[str]) -> QuantizeResult:
-    return lower_weights(model, keep, calibration, int8_per_channel, "int8", integer_ops)
+    return quantize_weights(model, keep, calibration, int8_per_channel, "int8", integer_ops)
 
 
 @register_weights("int4")
 def int4_weights(model: onnx.ModelProto, keep: frozenset[str], calibration: Calibration | None,
                  integer_ops: frozenset[str]) -> QuantizeResult:
-    return lower_weights(model, keep, calibration, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"), "int4",
-                         integer_ops)
+    return quantize_weights(model, keep, calibration, blocked(BLOCK_SIZE, 7, ml_dtypes.int4, "int4"), "int4",
+                            integer_ops)
 

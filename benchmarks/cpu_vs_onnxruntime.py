@@ -6,7 +6,7 @@
 Models: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320, ppocr-cls at 1x3x48x192 and silero-vad (a 512-sample
 chunk at 16 kHz), each slimmed as a build slims it; the inputs are `samples.feeds(name, --seed)` (synthetic text
 images for the OCR models), the same arrays for both sides. edgepack lowers the slimmed model once to an `.epk`
-plan at those shapes (`runtime/native/lower.py`, not timed) and runs it with `NativeSession`; onnxruntime runs the
+plan at those shapes (`compiler/lower.py`, not timed) and runs it with `NativeSession`; onnxruntime runs the
 same slimmed model (CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra- and 1 inter-op thread).
 
 latency: one call is `run(feeds)` from Python on either side (inputs copied in, outputs copied out: onnxruntime's

@@ -1,6 +1,6 @@
 """ONNX model + concrete input shapes -> `.epk` plan bytes. Shapes are all concrete in a plan: shape-computing
 subgraphs fold to constants once the input shapes are known, both branches of a run-time If are lowered, and
-every other node becomes plan ops through the emitters of `lower_ops`."""
+every other node becomes plan ops through the emitters of `emitters/`."""
 
 from __future__ import annotations
 

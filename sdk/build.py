@@ -1,6 +1,7 @@
-"""`edgepack.build`: load -> slim -> quantize -> partition -> bundle -> verify -> report, each stage a function over
-one `BuildState`. Mixed precision is an explicit loop over partition, bundle and verify; the manifest is assembled
-once, at the end."""
+"""`edgepack.build`: load -> slim -> quantize -> oracle -> partition -> lower -> bundle -> verify, each stage a
+function over one `BuildState` that returns its summary line (the CLI reports them). Mixed precision is an explicit
+loop over the package stages; each artefact is made once, by the lower stage; the manifest is assembled once, at
+the end."""
 
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ from edgepack.packager.slim import slim
 from edgepack.runtime.bundle_format import describe_values, real_inputs
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.model_file import SourceModel, load_model, resolve_model_path
-from edgepack.targets import TARGETS, BundleInput
-from edgepack.targets import Target as BundleTarget
+from edgepack.targets import TARGETS, BundleInput, Target
 
 from .build_checks import bundle_name, check_options, excluded_nodes, opset_range
 from .build_manifest import assemble_manifest, quantize_summary, slower_compute
@@ -101,7 +101,7 @@ class BuildState:
     fidelity: dict[str, Any] | None = None
 
     @property
-    def target(self) -> BundleTarget:
+    def target(self) -> Target:
         return TARGETS[self.profile.target]
 
     def requantize(self, keep: frozenset[str]) -> QuantizeResult:

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+import edgepack
+from edgepack import samples
 from edgepack.cli import main
 from tests.runtime.providers.node_backend import NOT_CLAIMED
+from tests.small_feeds import small_feeds, small_shapes
 
 EXTRA_OF_MODULE = {"onnxruntime": "test", "openvino": "openvino", "coremltools": "coreml", "playwright": "test",
                    "tree_sitter": "test", "tree_sitter_swift": "test", "onnxsim": "bench"}
@@ -39,6 +42,22 @@ class ExtraModule(pytest.Module):
 
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
     return ExtraModule.from_parent(parent, path=module_path)
+
+
+@pytest.fixture(scope="session")
+def generic_bundle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], edgepack.BuildResult]:
+    """The generic bundle of sample `name` at the size tests run it (`small_feeds`), verified on those feeds, built
+    once per test process and shared by the test files that read it."""
+    root = tmp_path_factory.mktemp("generic")
+    built: dict[str, edgepack.BuildResult] = {}
+
+    def bundle(name: str) -> edgepack.BuildResult:
+        if name not in built:
+            built[name] = edgepack.build(samples.path(name), "generic", root, sample_inputs=[small_feeds(name)],
+                                         input_shapes=small_shapes(name))
+        return built[name]
+
+    return bundle
 
 
 @dataclass

@@ -24,6 +24,15 @@ def onnxruntime_runner(model: onnx.ModelProto | Path) -> Run:
     return lambda feeds: dict(zip(names, session.run(names, feeds)))
 
 
+_last: list[tuple[onnx.ModelProto | Path, int, Run]] = []
+"""The model last run (held, so that its id is not reused), its size, and its session."""
+
+
 def run_onnxruntime(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Outputs by name on one feeds dict (`onnxruntime_runner`)."""
-    return onnxruntime_runner(model)(feeds)
+    """Outputs by name on one feeds dict (`onnxruntime_runner`). The session is kept while the same model (the same
+    object at the same size, or an equal path) is run again: calibration runs one model on every sample."""
+    size = model.ByteSize() if isinstance(model, onnx.ModelProto) else -1
+    same = _last and size == _last[0][1] and (_last[0][0] is model if size >= 0 else _last[0][0] == Path(model))
+    if not same:
+        _last[:] = [(model if size >= 0 else Path(model), size, onnxruntime_runner(model))]
+    return _last[0][2](feeds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,9 @@ from tests.oracle import run_onnxruntime
 
 
 @pytest.mark.parametrize("name", ["ppocr-cls", "silero-vad", "silero-vad-16k-sequence", "tiny-transformer"])
-def test_bundle_on_reference_matches_onnxruntime(tmp_path: Path, name: str) -> None:
-    bundle = edgepack.build(samples.path(name), "generic", tmp_path, sample_inputs=[samples.feeds(name)]).bundle_dir
+def test_bundle_on_reference_matches_onnxruntime(generic_bundle: Callable[[str], edgepack.BuildResult],
+                                                  name: str) -> None:
+    bundle = generic_bundle(name).bundle_dir
     session = Session(bundle)
     feeds = samples.feeds(name)
     expected = run_onnxruntime(samples.path(name), feeds)

@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,24 +18,20 @@ import edgepack
 from edgepack import samples
 from edgepack.packager.graphs import count_nodes
 from tests.oracle import run_onnxruntime
+from tests.small_feeds import small_feeds
 
 ALL = samples.names()
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, edgepack.BuildResult]:
-    out = tmp_path_factory.mktemp("dist")
-    return {name: edgepack.build(samples.path(name), "generic", out, sample_inputs=[samples.feeds(name)])
-            for name in ALL}
+Bundles = Callable[[str], edgepack.BuildResult]
+"""The session's `generic_bundle` fixture: sample name -> its generic build."""
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_generic_build_keeps_outputs_close(built: dict[str, edgepack.BuildResult], name: str) -> None:
+def test_generic_build_keeps_outputs_close(generic_bundle: Bundles, name: str) -> None:
     """Within 1e-5 absolute plus 1e-4 relative: folding BatchNormalization into Conv weights reorders fp32 arithmetic
     (ppocr-det's probability map moves by 3.4e-5 where it is about 0.3; onnxslim alone moves it by 1.0e-5)."""
-    feeds = samples.feeds(name)
+    feeds = small_feeds(name)
     expected = run_onnxruntime(samples.path(name), feeds)
-    actual = run_onnxruntime(built[name].bundle_dir / "model.onnx", feeds)
+    actual = run_onnxruntime(generic_bundle(name).bundle_dir / "model.onnx", feeds)
     assert actual.keys() == expected.keys()
     for key in expected:
         assert actual[key].shape == expected[key].shape, key
@@ -42,17 +39,18 @@ def test_generic_build_keeps_outputs_close(built: dict[str, edgepack.BuildResult
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_generic_build_has_no_more_nodes_than_onnxslim(built: dict[str, edgepack.BuildResult], name: str) -> None:
+def test_generic_build_has_no_more_nodes_than_onnxslim(generic_bundle: Bundles, name: str) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         peer = onnxslim.slim(onnx.load(samples.path(name)))
-    ours = onnx.load(built[name].bundle_dir / "model.onnx")
+    ours = onnx.load(generic_bundle(name).bundle_dir / "model.onnx")
     assert count_nodes(ours) <= count_nodes(peer)
-    assert all(p["status"] == "ok" for p in built[name].manifest["passes"]), built[name].manifest["passes"]
+    passes = generic_bundle(name).manifest["passes"]
+    assert all(p["status"] == "ok" for p in passes), passes
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_manifest_describes_the_bundle(built: dict[str, edgepack.BuildResult], name: str) -> None:
-    bundle = built[name].bundle_dir
+def test_manifest_describes_the_bundle(generic_bundle: Bundles, name: str) -> None:
+    bundle = generic_bundle(name).bundle_dir
     manifest = json.loads((bundle / "manifest.json").read_text())
     source = onnx.load(samples.path(name))
     assert manifest["format"] == "edgepack-bundle" and manifest["format_version"] == 1

@@ -15,6 +15,7 @@ from edgepack import samples
 from edgepack.runtime import Session
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime
+from tests.small_feeds import small_feeds, small_shapes
 
 
 def fp32_profile(folder: Path) -> Path:
@@ -30,7 +31,8 @@ Builds = Callable[[str, str], edgepack.BuildResult]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Builds:
-    """intel-nuc bundles of the samples on their feeds, `fp16` (the profile's) or `fp32`, each built once."""
+    """intel-nuc bundles of the samples at the size tests run them, `fp16` (the profile's) or `fp32`, each built
+    once."""
     root = tmp_path_factory.mktemp("intel-nuc")
     profiles = {"fp16": "intel-nuc", "fp32": fp32_profile(root)}
     results: dict[tuple[str, str], edgepack.BuildResult] = {}
@@ -38,7 +40,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Builds:
     def build(name: str, weights: str) -> edgepack.BuildResult:
         if (name, weights) not in results:
             results[name, weights] = edgepack.build(samples.path(name), profiles[weights], root / weights,
-                                                    sample_inputs=[samples.feeds(name)])
+                                                    sample_inputs=[small_feeds(name)], input_shapes=small_shapes(name))
         return results[name, weights]
 
     return build
@@ -46,7 +48,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Builds:
 
 @pytest.mark.parametrize("name", samples.names())
 def test_intel_nuc_bundle_runs_close_to_the_source(built: Builds, name: str) -> None:
-    feeds = samples.feeds(name)
+    feeds = small_feeds(name)
     expected = run_onnxruntime(samples.path(name), feeds)
     fp16, fp32 = built(name, "fp16"), built(name, "fp32")
     for result in (fp16, fp32):

@@ -16,6 +16,7 @@ from edgepack.runtime import Session
 from edgepack.runtime.graph_protos import iter_graph_protos
 from edgepack.verify import compare
 from tests.oracle import run_onnxruntime
+from tests.small_feeds import small_feeds, small_shapes
 
 
 def fp16_values(model: onnx.ModelProto) -> tuple[int, int]:
@@ -27,9 +28,9 @@ def fp16_values(model: onnx.ModelProto) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", samples.names())
 def test_fp16_build_keeps_cosine_09999_on_every_sample(name: str, tmp_path: Path) -> None:
-    feeds = samples.feeds(name)
+    feeds = small_feeds(name)
     result = build(samples.path(name), "generic", tmp_path, weights="fp16", activations="fp16",
-                   sample_inputs=[feeds])
+                   sample_inputs=[feeds], input_shapes=small_shapes(name))
     model = onnx.load(result.bundle_dir / "model.onnx")
     half, single = fp16_values(model)
     assert half > single, f"{half} fp16 values against {single} fp32: the bundle does not compute in fp16"

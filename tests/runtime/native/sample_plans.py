@@ -13,6 +13,7 @@ from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
 from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
+from tests.small_feeds import small_feeds
 
 TOLERANCE = 1e-4
 """Max abs diff allowed against `reference`, relative to the output's scale (max(1, max |reference|))."""
@@ -25,15 +26,9 @@ def slimmed(name: str) -> onnx.ModelProto:
     return slim(model)[0]
 
 
-EMULATED_CROPS = {"ppocr-det": (slice(None), slice(None), slice(0, 320), slice(0, 320))}
-"""Under emulation (qemu-aarch64) samples run on a crop of their feeds: det's 640x640 page takes half a minute, its
-top-left 320x320 quarter (text included) a quarter of that, through the same kernels."""
-
-
 def feeds(name: str, seed: int = 0, emulated: bool = False) -> dict[str, np.ndarray]:
-    """The sample's feeds; `emulated`: cropped where EMULATED_CROPS says."""
-    crop = EMULATED_CROPS.get(name) if emulated else None
-    return {key: value[crop] if crop else value for key, value in samples.feeds(name, seed).items()}
+    """The sample's feeds; `emulated` (under qemu-aarch64): at the size tests run them (`tests/small_feeds.py`)."""
+    return small_feeds(name, seed) if emulated else samples.feeds(name, seed)
 
 
 @cache

@@ -12,10 +12,7 @@ from edgepack import samples
 from edgepack.runtime import Session
 from edgepack.targets.embedded.example_run import Library, build_example, read_library, run_example
 from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
-
-SMALLER_FEEDS = {"ppocr-det": (slice(None), slice(None), slice(0, 320), slice(0, 320))}
-"""Samples run here on a crop of their feeds: det's 640x640 page takes minutes under qemu, its top-left 320x320
-quarter (text included) a fraction of that, through the same kernels."""
+from tests.small_feeds import small_feeds
 
 TOLERANCE = 1e-4
 """Max abs diff allowed against `reference`, relative to the output's scale: max(1, max |reference output|)."""
@@ -59,7 +56,4 @@ class LibraryBuilds:
 
     @staticmethod
     def feeds(name: str) -> dict[str, np.ndarray]:
-        """The sample's feeds, cropped where SMALLER_FEEDS says."""
-        feeds = samples.feeds(name)
-        crop = SMALLER_FEEDS.get(name)
-        return {key: np.ascontiguousarray(value[crop]) for key, value in feeds.items()} if crop else feeds
+        return small_feeds(name)

@@ -11,10 +11,7 @@ import edgepack
 from edgepack import samples
 from edgepack.runtime import Session
 from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
-
-SMALLER_FEEDS = {"ppocr-det": (slice(None), slice(None), slice(0, 320), slice(0, 320))}
-"""Samples run here on a crop of their feeds: det's 640x640 page takes minutes on SwiftShader's WebGPU, its top-left
-320x320 quarter (text included) a quarter of that, through the same kernels."""
+from tests.small_feeds import small_feeds
 
 TOLERANCE = 1e-3
 """Max abs diff allowed against `reference`, relative to the output's scale: max(1, max |reference output|)."""
@@ -30,8 +27,7 @@ class WebBuilds:
 
     @staticmethod
     def feeds(name: str) -> dict[str, np.ndarray]:
-        crop = SMALLER_FEEDS.get(name)
-        return {k: np.ascontiguousarray(v[crop]) if crop else v for k, v in samples.feeds(name).items()}
+        return small_feeds(name)
 
     def reference(self, name: str) -> dict[str, np.ndarray]:
         """The fp32 source's outputs on `feeds(name)`, on the `reference` provider."""

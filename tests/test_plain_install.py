@@ -23,8 +23,8 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("plain")
     venv.create(folder / "venv", with_pip=True)
     python = folder / "venv" / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(ROOT), "pytest"],
-                   check=True, capture_output=True)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", str(ROOT),
+                    "pytest"], check=True, capture_output=True)
     return python
 
 

@@ -64,7 +64,8 @@ def test_manifest_describes_the_bundle(generic_bundle: Bundles, name: str) -> No
 
 
 def test_pinning_an_input_exported_with_minus_one_dims(tmp_path: Path) -> None:
-    result = edgepack.build(samples.path("ppocr-cls"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 192)})
+    result = edgepack.build(samples.path("ppocr-cls"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 192)},
+                            verify=False)  # compared with onnxruntime below
     assert result.manifest["inputs"][0]["shape"] == [1, 3, 48, 192]
     feeds = samples.feeds("ppocr-cls")
     expected = run_onnxruntime(samples.path("ppocr-cls"), feeds)
@@ -74,7 +75,8 @@ def test_pinning_an_input_exported_with_minus_one_dims(tmp_path: Path) -> None:
 
 
 def test_pinned_shapes_fold_shape_subgraphs(tmp_path: Path) -> None:
-    result = edgepack.build(samples.path("ppocr-rec"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 320)})
+    result = edgepack.build(samples.path("ppocr-rec"), "generic", tmp_path, input_shapes={"x": (1, 3, 48, 320)},
+                            verify=False)  # compared with onnxruntime below
     model = onnx.load(result.bundle_dir / "model.onnx")
     ops = {n.op_type for n in model.graph.node}
     assert "Shape" not in ops

@@ -9,10 +9,7 @@ import numpy as np
 
 import edgepack
 from edgepack import samples
-
-SMALLER_FEEDS = {"ppocr-det": (slice(None), slice(None), slice(0, 320), slice(0, 320))}
-"""det is built at the top-left 320x320 crop of its page: the numpy evaluation of its CoreML program at 640x640
-takes four times as long, through the same ops."""
+from tests.small_feeds import small_feeds
 
 
 @dataclass
@@ -22,8 +19,7 @@ class IosBuilds:
 
     @staticmethod
     def feeds(name: str) -> dict[str, np.ndarray]:
-        crop = SMALLER_FEEDS.get(name)
-        return {k: np.ascontiguousarray(v[crop]) if crop else v for k, v in samples.feeds(name).items()}
+        return small_feeds(name)
 
     def bundle(self, name: str, weights: str = "fp16") -> Path:
         key = (name, weights)

@@ -52,3 +52,29 @@ def test_a_failing_pass_is_skipped_and_the_model_kept(monkeypatch: pytest.Monkey
     feeds = samples.feeds("tiny-cnn")
     np.testing.assert_allclose(run_onnxruntime(slimmed, feeds)["probs"], run_onnxruntime(model, feeds)["probs"],
                                atol=1e-6)
+
+
+def test_the_same_model_slimmed_again_is_taken_from_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slimming is deterministic: a second build of the same source (another profile or precision) reuses it, as a
+    fresh copy, with no pass run again; a replaced pass is another pipeline and runs."""
+    monkeypatch.setattr(slim_module, "SLIMMED", type(slim_module.SLIMMED)())
+    runs: list[str] = []
+    original = PASSES["cse"]
+
+    def counted_cse(label: str) -> SlimPass:
+        return SlimPass("cse", original.summary, lambda model: runs.append(label) or original.apply(model))
+
+    monkeypatch.setitem(PASSES, "cse", counted_cse("cse"))
+    model = onnx.load(samples.path("tiny-cnn"))
+    first, first_records = slim_module.slim(model)
+    counted = len(runs)
+    second, second_records = slim_module.slim(model)
+    assert len(runs) == counted > 0
+    assert second.SerializeToString() == first.SerializeToString() and second is not first
+    assert [(r.name, r.removed, r.runs) for r in second_records] == [(r.name, r.removed, r.runs) for r in first_records]
+    assert all(r.seconds == 0.0 for r in second_records)
+    second.graph.ClearField("node")
+    assert slim_module.slim(model)[0].SerializeToString() == first.SerializeToString()
+    monkeypatch.setitem(PASSES, "cse", counted_cse("new"))
+    slim_module.slim(model)
+    assert "new" in runs

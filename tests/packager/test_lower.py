@@ -7,7 +7,6 @@ from pathlib import Path
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
 
 import edgepack
 from edgepack import samples
@@ -18,6 +17,7 @@ from edgepack.packager.partition import partition
 from edgepack.profile import load_profile
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.providers import PROVIDERS
+from tests.targets.embedded.test_build_errors import unsupported_ops_model
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
@@ -60,26 +60,20 @@ def test_a_plan_is_lowered_once_per_build(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(lowerings) == 1
 
 
-def unsupported_chain() -> onnx.ModelProto:
+def unsupported_chain(folder: Path) -> onnx.ModelProto:
     """Hardmax, then a CumSum that reads it (never reached by the lowering), then a Relu the core has."""
-    nodes = [helper.make_node("Hardmax", ["x"], ["h"], name="pick_max"),
-             helper.make_node("CumSum", ["h", "axis"], ["c"], name="running_total"),
-             helper.make_node("Relu", ["c"], ["y"], name="relu")]
-    graph = helper.make_graph(nodes, "unsupported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
-                              [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return onnx.load(unsupported_ops_model(folder / "unsupported.onnx"))
 
 
-def test_missing_kernels_are_a_node_list() -> None:
+def test_missing_kernels_are_a_node_list(tmp_path: Path) -> None:
     with pytest.raises(MissingKernels) as caught:
-        lower_to_plan(unsupported_chain())
+        lower_to_plan(unsupported_chain(tmp_path))
     assert caught.value.nodes == ["Hardmax (pick_max)", "CumSum (running_total)"]
 
 
-def test_plan_errors_name_the_product_and_each_missing_op() -> None:
+def test_plan_errors_name_the_product_and_each_missing_op(tmp_path: Path) -> None:
     with pytest.raises(EdgepackError) as caught:
-        plan_of(unsupported_chain(), "the C library")
+        plan_of(unsupported_chain(tmp_path), "the C library")
     assert caught.value.what.startswith("the C library cannot be built: the C core has no kernel for CumSum, Hardmax")
     assert "2 node(s): Hardmax (pick_max), CumSum (running_total)" in caught.value.what
 

@@ -63,8 +63,9 @@ def test_int8_weights_take_at_most_027_of_the_bytes(case: str, request: pytest.F
 
 def test_calibrated_int8_ppocr_rec_keeps_cosine_0999(ppocr_rec: tuple[onnx.ModelProto, dict[str, np.ndarray]]
                                                      ) -> None:
-    """Compensated rounding on 16 calibration text lines; the sample input (seed 0) is not among them."""
-    calibration = Calibration([samples.feeds("ppocr-rec", 1000 + i) for i in range(16)], run_onnxruntime)
+    """Compensated rounding on 8 calibration text lines (cosine 0.99983; 0.99987 with 16, 0.9979 rounded to nearest);
+    the sample input (seed 0) is not among them."""
+    calibration = Calibration([samples.feeds("ppocr-rec", 1000 + i) for i in range(8)], run_onnxruntime)
     ratio, cosine = lowered(ppocr_rec, "int8", calibration)
     assert ratio <= 0.27
     assert cosine >= 0.999

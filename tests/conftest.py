@@ -32,7 +32,7 @@ class ExtraModule(pytest.Module):
             return super()._getobj()
         except pytest.Collector.CollectError as error:
             cause = error.__cause__
-            name = cause.name or "" if isinstance(cause, ModuleNotFoundError) else ""
+            name = (cause.name or "") if isinstance(cause, ModuleNotFoundError) else ""
             extra = EXTRA_OF_MODULE.get(name.split(".")[0])
             if extra is None:
                 raise

@@ -14,10 +14,16 @@ Run = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 def onnxruntime_runner(model: onnx.ModelProto | Path) -> Run:
     """A session of onnxruntime with its own graph optimizations off (an independent executor), opened once:
-    outputs by name for each feeds dict."""
+    outputs by name for each feeds dict. A model of an IR version newer than 10 is read as 10, the newest
+    onnxruntime 1.31 reads."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
+    if isinstance(model, onnx.ModelProto) and model.ir_version > 10:
+        capped = onnx.ModelProto()
+        capped.CopyFrom(model)
+        capped.ir_version = 10
+        model = capped
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else Path(model).read_bytes()
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]

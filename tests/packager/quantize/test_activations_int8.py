@@ -22,7 +22,7 @@ from edgepack.samples.images import text_line
 from edgepack.samples.tiny import tiny_transformer
 from edgepack.targets.generic import onnxruntime_run
 from edgepack.verify import compare
-from tests.oracle import Run, onnxruntime_runner
+from tests.oracle import Run, onnxruntime_runner, run_onnxruntime
 
 CLS_SHAPE = (1, 3, 48, 192)
 
@@ -34,23 +34,10 @@ def at_opset_13(model: onnx.ModelProto) -> onnx.ModelProto:
     return slimmed
 
 
-def unoptimized(model: onnx.ModelProto) -> Run:
-    """onnxruntime with its graph optimizations off, opened once on `model` (at IR 10, which it reads)."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    copy.ir_version = 10
-    return onnxruntime_runner(copy)
-
-
-_last: list[tuple[onnx.ModelProto, Run]] = []
-
-
-def run_unoptimized(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """`unoptimized(model)(feeds)`, the session kept while the same model object is run again (calibration runs one
-    model on every sample)."""
-    if not _last or _last[0][0] is not model:
-        _last[:] = [(model, unoptimized(model))]
-    return _last[0][1](feeds)
+unoptimized = onnxruntime_runner
+"""onnxruntime with its graph optimizations off, opened once on a model."""
+run_unoptimized = run_onnxruntime
+"""The same on one feeds dict, the session kept while the same model is run again (calibration)."""
 
 
 @pytest.fixture(scope="module")

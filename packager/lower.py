@@ -17,9 +17,8 @@ import onnx
 from edgepack.compiler.lower import MissingKernels, lower_to_plan
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.epk import Plan
-from edgepack.runtime.providers import PROVIDERS
 
-from .partition import Partition
+from .partition import Partition, provider_compiles
 from .profile import Profile
 
 FIXED_SHAPE_FORMS = ("plan", "mlpackage")
@@ -99,12 +98,11 @@ class Lowerer:
 
     def compiles(self, provider: str, model: onnx.ModelProto) -> bool:
         """The partitioner's check: does `provider` take this piece? A CoreML piece is converted, and kept."""
+        if self.forms.get(provider) != "mlpackage":
+            return provider_compiles(provider, model)
         try:
-            if self.forms.get(provider) == "mlpackage":
-                self._mlpackage(model)
-            else:
-                PROVIDERS[provider].compile(model, {})
-        except Exception:  # noqa: BLE001  (any refusal by the provider's compiler means: not this piece)
+            self._mlpackage(model)
+        except Exception:  # noqa: BLE001  (any refusal by the converter means: not this piece)
             return False
         return True
 

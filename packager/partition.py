@@ -36,7 +36,8 @@ class Partition:
 Compiles = Callable[[str, onnx.ModelProto], bool]
 
 
-def _compiles(provider: str, model: onnx.ModelProto) -> bool:
+def provider_compiles(provider: str, model: onnx.ModelProto) -> bool:
+    """Whether the provider's own compiler takes the piece (any refusal, whatever its type, means it does not)."""
     try:
         PROVIDERS[provider].compile(model, {})
     except Exception:  # noqa: BLE001  (any refusal by the provider's compiler means: not this subgraph)
@@ -45,7 +46,7 @@ def _compiles(provider: str, model: onnx.ModelProto) -> bool:
 
 
 def partition(model: onnx.ModelProto, providers: list[str], fallback: str,
-              compiles: Compiles = _compiles) -> list[Partition]:
+              compiles: Compiles = provider_compiles) -> list[Partition]:
     """Split `model` into partitions for `providers` (priority order); the rest goes to `fallback`."""
     inferred = onnx.shape_inference.infer_shapes(model)
     graph = inferred.graph

@@ -20,13 +20,12 @@ from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.profile import Profile
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
 from edgepack.packager.slim import slim
-from edgepack.runtime.bundle_format import describe_values, real_inputs
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.model_file import SourceModel, load_model, resolve_model_path
 from edgepack.targets import TARGETS, BundleInput, Target
 
 from .build_checks import bundle_name, check_options, excluded_nodes, opset_range
-from .build_manifest import assemble_manifest, quantize_summary, slower_compute
+from .build_manifest import assemble_manifest, bundle_ports, quantize_summary, slower_compute
 from .bundle_writer import refuse_existing, staged_bundle
 from .calibration_inputs import CalibrationSource, load_calibration
 from .input_shapes import pin_shapes
@@ -285,10 +284,7 @@ def verify_stage(state: BuildState, progress: Reporter) -> str:
     if not state.options.verify:
         state.fidelity = None
         return "skipped (verify=False)"
-    graph = state.quantized.model.graph
-    ports = {"inputs": describe_values(real_inputs(graph)), "outputs": describe_values(graph.output),
-             "partitions": state.report.partitions}
-    state.fidelity = measure(state.staging, state.oracle, state.profile, state.target.runtime, ports)
+    state.fidelity = measure(state.staging, state.oracle, state.profile, state.target.runtime, bundle_ports(state))
     return fidelity_summary(state.fidelity)
 
 

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
 def assemble_manifest(state: BuildState) -> dict[str, Any]:
     """The manifest of the bundle in the state's staging folder."""
-    profile, source, quantized, report = state.profile, state.source, state.quantized, state.report
-    graph = quantized.model.graph
+    profile, source, report = state.profile, state.source, state.report
     fidelity = state.fidelity
     if fidelity is not None:
         fidelity["accepted_loss"] = bool(state.options.accept_fidelity_loss and not fidelity["passed"])
@@ -31,9 +30,7 @@ def assemble_manifest(state: BuildState) -> dict[str, Any]:
         "edgepack_version": __version__,
         "profile": profile.as_dict(),
         "target": profile.target,
-        "inputs": describe_values(real_inputs(graph)),
-        "outputs": describe_values(graph.output),
-        "partitions": report.partitions,
+        **bundle_ports(state),
         "artifacts": artifacts_of(state.staging),
         "source": {
             "file": source.path.name,
@@ -49,6 +46,14 @@ def assemble_manifest(state: BuildState) -> dict[str, Any]:
         "quantization": _quantization(state),
         "fidelity": fidelity,
     }
+
+
+def bundle_ports(state: BuildState) -> dict[str, Any]:
+    """The manifest's `inputs`, `outputs` and `partitions`: what a session needs to run the written bundle (verify
+    runs it before the manifest is assembled)."""
+    graph = state.quantized.model.graph
+    return {"inputs": describe_values(real_inputs(graph)), "outputs": describe_values(graph.output),
+            "partitions": state.report.partitions}
 
 
 def _quantization(state: BuildState) -> dict[str, Any]:

@@ -30,21 +30,21 @@ def module_name(path: Path, root: Path) -> tuple[str, bool]:
     return ".".join([PACKAGE_OF[folder], *parts]), package
 
 
-def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
-    """Every edgepack module `path` imports, at any depth of the file (function-level imports included)."""
-    name, package = module_name(path, root)
+def imports(tree: ast.Module, name: str, package: bool) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of each edgepack import in `tree`, the module of `name` (a package when `package`), at
+    any depth (function-level imports included), relative imports resolved."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
             if node.level:
-                base = name.split(".")[: len(name.split(".")) - node.level + (1 if package else 0)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.append((node.lineno, target))
+                parts = name.split(".")[: len(name.split(".")) - node.level + (1 if package else 0)]
+                module = ".".join(parts + ([node.module] if node.module else []))
+            found.append((node.lineno, module, [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-    return [(line, target) for line, target in found if target == "edgepack" or target.startswith("edgepack.")]
+            found.extend((node.lineno, alias.name, []) for alias in node.names)
+    return [(line, module, names) for line, module, names in found
+            if module == "edgepack" or module.startswith("edgepack.")]
 
 
 def back_edges(root: Path = ROOT) -> list[str]:
@@ -52,7 +52,7 @@ def back_edges(root: Path = ROOT) -> list[str]:
     edges = []
     for folder, rank in LAYERS.items():
         for path in sorted((root / folder).rglob("*.py")):
-            for line, target in imported_modules(path, root):
+            for line, target, _ in imports(ast.parse(path.read_text()), *module_name(path, root)):
                 if LAYERS[layer_of(target)] > rank:
                     edges.append(f"{path.relative_to(root)}:{line} imports {target} ({folder} -> {layer_of(target)})")
     return edges
@@ -92,28 +92,13 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
             if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
                 node.body = []
         edges = set()
-        for _, target in imported_modules_of(tree, name, package):
-            candidates = [target] if target in files else []
-            edges.update(candidates or [m for m in files if target.startswith(m + ".") or m == target])
+        for _, module, names in imports(tree, name, package):
+            for target in [module, *(f"{module}.{n}" for n in names)]:
+                candidates = [target] if target in files else []
+                edges.update(candidates or [m for m in files if target.startswith(m + ".") or m == target])
         graph[name] = {edge for edge in edges if edge != name
                        and not (package and edge.startswith(name + ".") and edge.count(".") == name.count(".") + 1)}
     return graph
-
-
-def imported_modules_of(tree: ast.Module, name: str, package: bool) -> list[tuple[int, str]]:
-    """The edgepack modules `tree` imports, with `from X import y` naming X.y where that is a module."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = name.split(".")[: len(name.split(".")) - node.level + (1 if package else 0)]
-                base = ".".join(parts + ([node.module] if node.module else []))
-            found.extend((node.lineno, f"{base}.{alias.name}") for alias in node.names)
-            found.append((node.lineno, base))
-        elif isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-    return [(line, target) for line, target in found if target.startswith("edgepack")]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

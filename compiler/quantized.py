@@ -12,8 +12,11 @@ from typing import Any
 import numpy as np
 import onnx
 
-SLOTS = {"Conv": (3, [1]), "ConvTranspose": (3, [1]), "MatMul": (2, [1]), "Gemm": (3, [1]), "LSTM": (6, [1, 2])}
-"""Plan op -> (its own input count, the inputs that are weight slots): quant.c's table."""
+from edgepack.runtime.native.op_contract import contract
+
+SLOTS = {op.name: (op.weight_slots.own_inputs, list(op.weight_slots.slots)) for op in contract().ops
+         if op.weight_slots}
+"""Plan op -> (its own input count, the inputs that are weight slots), from ops.toml."""
 SCRATCH_ALIGN = 16
 
 

@@ -13,6 +13,8 @@ import platformdirs
 
 from edgepack.runtime.errors import EdgepackError
 
+from .op_contract import CONTRACT, write_generated_c
+
 NATIVE = Path(__file__).parent
 STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
 RELEASE = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-semantic-interposition"]
@@ -20,8 +22,26 @@ SANITIZED = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefin
 
 
 def sources() -> list[Path]:
-    """The core's C sources (loader, executor, helpers and every kernel)."""
+    """The core's C sources (loader, executor, helpers and every kernel but the generated registry)."""
     return sorted(NATIVE.glob("*.c")) + sorted((NATIVE / "kernels").glob("*.c"))
+
+
+def headers() -> list[Path]:
+    return sorted(NATIVE.rglob("*.h"))
+
+
+def stage_sources(folder: Path, files: list[Path]) -> list[Path]:
+    """Copies the core's headers and `files` into `folder` (same layout) with the files generated from the op
+    contract (ops.h, kernels/registry.c); returns the sources to compile there."""
+    staged = []
+    for path in [*headers(), *files]:
+        target = folder / path.relative_to(NATIVE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        if path.suffix == ".c":
+            staged.append(target)
+    write_generated_c(folder)
+    return [*staged, folder / "kernels" / "registry.c"]
 
 
 def cache_root() -> Path:
@@ -40,8 +60,7 @@ def compiler() -> str:
 
 def _key(files: list[Path], flags: list[str], cc: str) -> str:
     digest = hashlib.sha256()
-    for path in [*files, *sorted(NATIVE.glob("*.h")), *sorted((NATIVE / "kernels").glob("*.h")),
-                 NATIVE / "include" / "edgepack.h"]:
+    for path in [*files, *headers(), CONTRACT]:
         digest.update(path.name.encode() + path.read_bytes())
     digest.update(" ".join([cc, *flags]).encode())
     return digest.hexdigest()[:16]
@@ -59,7 +78,8 @@ def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: 
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         temporary = Path(tmp) / target.name
-        command = [cc, *all_flags, f"-I{NATIVE}", "-o", str(temporary), *map(str, files)]
+        staged = stage_sources(Path(tmp) / "src", files)
+        command = [cc, *all_flags, f"-I{Path(tmp) / 'src'}", "-o", str(temporary), *map(str, staged)]
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
             raise EdgepackError(f"building the runtime core failed: {proc.stderr.strip()[:2000]}",

@@ -58,15 +58,8 @@ typedef struct ep_kernel {
     ep_run_fn run;
 } ep_kernel;
 
-/* Op ids: a fixed table, the plan format's contract (EPK.md lists them). */
-enum {
-    EP_OP_COPY = 0, EP_OP_SKIP_UNLESS = 1, EP_OP_SKIP = 2, EP_OP_BINARY = 3, EP_OP_UNARY = 4, EP_OP_CONV = 5,
-    EP_OP_CONV_TRANSPOSE = 6, EP_OP_MATMUL = 7, EP_OP_GEMM = 8, EP_OP_POOL = 9, EP_OP_SOFTMAX = 10,
-    EP_OP_REDUCE = 11, EP_OP_TRANSPOSE = 12, EP_OP_CONCAT = 13, EP_OP_SPLIT = 14, EP_OP_SLICE = 15,
-    EP_OP_GATHER = 16, EP_OP_PAD = 17, EP_OP_RESIZE = 18, EP_OP_CHANNEL_AFFINE = 19, EP_OP_LAYER_NORM = 20,
-    EP_OP_CAST = 21, EP_OP_WHERE = 22, EP_OP_EXPAND = 23, EP_OP_LSTM = 24, EP_OP_ARG_EXTREME = 25,
-    EP_OP_FAIL = 26, EP_OP_COUNT = 27
-};
+/* Op ids, kinds and weight-slot layouts, generated from ops.toml (op_contract.py) beside the sources. */
+#include "ops.h"
 
 const ep_kernel *ep_kernel_for(uint32_t op_id);
 /* Whether input `input` of the node is a quantized weight or its scales (the only reads of weight-only dtypes). */

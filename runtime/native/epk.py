@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .op_contract import contract
+
 MAGIC = b"EPK1"
 FORMAT_VERSION = 1
 HEADER_BYTES = 96
@@ -19,30 +21,17 @@ ARENA_ALIGN = 64
 
 ARENA, WEIGHT = 0, 1
 
-OPS = {name: index for index, name in enumerate([
-    "Copy", "SkipUnless", "Skip", "Binary", "Unary", "Conv", "ConvTranspose", "MatMul", "Gemm", "Pool", "Softmax",
-    "Reduce", "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Resize", "ChannelAffine", "LayerNorm",
-    "Cast", "Where", "Expand", "LSTM", "ArgExtreme", "Fail",
-])}
-"""Op ids of the plan format (the order is the contract with `ep_internal.h`)."""
-
-DTYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9}
+_CONTRACT = contract()
+OPS = {op.name: op.id for op in _CONTRACT.ops}
+"""Op ids of the plan format (ops.toml)."""
+DTYPES = dict(_CONTRACT.dtypes)
 """numpy dtype names to the plan's dtype codes (ONNX TensorProto numbers)."""
-WEIGHT_ONLY = {"float16": 10, "int4": 22}
+WEIGHT_ONLY = dict(_CONTRACT.weight_only_dtypes)
 """Dtypes only quantized weights and their scales have (weights, never arena tensors); int4 packs two a byte."""
-
-BINARY = {name: i for i, name in enumerate([
-    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-    "And", "Or", "Xor", "Mod"])}
-UNARY = {name: i for i, name in enumerate([
-    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Abs", "Neg", "Reciprocal", "Clip", "LeakyRelu",
-    "HardSigmoid", "HardSwish", "Gelu", "GeluTanh", "Floor", "Ceil", "Elu", "Softplus", "Not", "Sign", "Selu", "Celu",
-    "Softsign", "ThresholdedRelu", "Round"])}
-ACTIVATIONS = {name: i for i, name in enumerate(
-    ["None", "Relu", "Clip", "HardSwish", "HardSigmoid", "LeakyRelu", "Sigmoid"])}
-REDUCE = {name: i for i, name in enumerate([
-    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
-    "ReduceLogSum"])}
+BINARY = {name: i for i, name in enumerate(_CONTRACT.kinds["Binary"])}
+UNARY = {name: i for i, name in enumerate(_CONTRACT.kinds["Unary"])}
+ACTIVATIONS = {name: i for i, name in enumerate(_CONTRACT.kinds["Activation"])}
+REDUCE = {f"Reduce{name}": i for i, name in enumerate(_CONTRACT.kinds["Reduce"])}
 
 
 class F32(float):

@@ -1,4 +1,5 @@
-"""The ops the `cpu` provider claims, with the element types and limits its lowering and kernels cover. Shapes are
+"""The ops the `cpu` provider claims (read from the op contract, ops.toml), with the element types and limits its
+lowering and kernels cover. Shapes are
 fixed when a plan is lowered, so inputs that shape an output (Reshape's shape, Slice's starts, Pad's pads, ...)
 must be constants; the conformance suite checks every claim."""
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 import onnx
 
 from ..capability import OpClaim, Values, attribute
+from ..native.op_contract import Claim, contract
 
 Limit = Callable[[onnx.NodeProto, Values], str | None]
 
@@ -107,72 +109,26 @@ def half_on_constants(node: onnx.NodeProto, values: Values) -> str | None:
     return None
 
 
-def _claims() -> list[OpClaim]:
-    claims = []
-    for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
-        claims.append(OpClaim(op, dtypes=NUMBERS))
-    claims.append(OpClaim("Pow", dtypes=F32))
-    claims.append(OpClaim("Mod", dtypes=NUMBERS, limit=mod_limit))
-    for op in ("Sum", "Mean"):
-        claims.append(OpClaim(op, dtypes=F32))
-    for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
-        claims.append(OpClaim(op, dtypes=NUMBERS | {"bool"}, limit=input_types({0: NUMBERS, 1: NUMBERS})))
-    for op in ("And", "Or", "Xor", "Not"):
-        claims.append(OpClaim(op, dtypes=frozenset({"bool"})))
-    for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Reciprocal", "LeakyRelu",
-               "HardSigmoid", "HardSwish", "Gelu", "Floor", "Ceil", "Elu", "Softplus", "Selu", "Celu",
-               "Softsign", "ThresholdedRelu", "Round"):
-        claims.append(OpClaim(op, dtypes=F32))
-    for op in ("Abs", "Neg", "Sign"):
-        claims.append(OpClaim(op, dtypes=NUMBERS))
-    claims.append(OpClaim("Clip", dtypes=F32, limit=constants(1, 2)))
-    claims += [
-        OpClaim("Conv", dtypes=F32, limit=spatial_1d_2d),
-        OpClaim("ConvTranspose", dtypes=F32, limit=spatial_1d_2d),
-        OpClaim("MatMul", dtypes=F32),
-        OpClaim("Gemm", dtypes=F32),
-        OpClaim("MaxPool", dtypes=F32, limit=every(single_output, spatial_1d_2d)),
-        OpClaim("AveragePool", dtypes=F32, limit=spatial_1d_2d),
-        OpClaim("GlobalAveragePool", dtypes=F32, limit=spatial_1d_2d),
-        OpClaim("GlobalMaxPool", dtypes=F32, limit=spatial_1d_2d),
-        OpClaim("Softmax", dtypes=F32),
-        OpClaim("LogSoftmax", dtypes=F32),
-        OpClaim("BatchNormalization", dtypes=F32, limit=every(training_off, single_output, constants(1, 2, 3, 4))),
-        OpClaim("LayerNormalization", dtypes=F32, limit=single_output),
-        OpClaim("ArgMax", limit=input_types({0: F32})),
-        OpClaim("ArgMin", limit=input_types({0: F32})),
-        OpClaim("Transpose", dtypes=HELD),
-        OpClaim("Concat", dtypes=HELD),
-        OpClaim("Split", dtypes=HELD, limit=constants(1)),
-        OpClaim("Slice", dtypes=HELD, limit=constants(1, 2, 3, 4)),
-        OpClaim("Gather", dtypes=HELD, limit=input_types({1: INDEX})),
-        OpClaim("Pad", dtypes=HELD, limit=constants(1, 2, 3)),
-        OpClaim("Resize", dtypes=F32 | {"int64"}, limit=every(resize_limit, constants(1, 2, 3),
-                                                               input_types({0: F32}))),
-        OpClaim("Cast", dtypes=HELD | {"float16"}, limit=half_on_constants),
-        OpClaim("CastLike", dtypes=HELD),
-        OpClaim("Where", dtypes=HELD),
-        OpClaim("Expand", dtypes=HELD, limit=constants(1)),
-        OpClaim("Identity", dtypes=HELD),
-        OpClaim("Dropout", dtypes=HELD, limit=every(single_output, constants(1, 2))),
-        OpClaim("Reshape", dtypes=HELD | {"float16"}, limit=every(constants(1), half_on_constants)),
-        OpClaim("DequantizeLinear", dtypes=SCALES | QUANTIZED,
-                limit=every(constants(0, 1, 2), input_types({0: QUANTIZED, 1: SCALES}))),
-        OpClaim("Flatten", dtypes=HELD),
-        OpClaim("Squeeze", dtypes=HELD, limit=constants(1)),
-        OpClaim("Unsqueeze", dtypes=HELD, limit=constants(1)),
-        OpClaim("Shape", dtypes=HELD),
-        OpClaim("Size", dtypes=HELD),
-        OpClaim("ConstantOfShape", dtypes=HELD, limit=constants(0)),
-        OpClaim("Range", dtypes=NUMBERS, limit=constants(0, 1, 2)),
-        OpClaim("Constant", dtypes=HELD),
-        OpClaim("LSTM", dtypes=F32, limit=lstm_limit),
-        OpClaim("If", dtypes=HELD),
-    ]
-    for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
-               "ReduceL2", "ReduceLogSum"):
-        claims.append(OpClaim(op, dtypes=F32 | {"int64"}, limit=every(constants(1), input_types({0: F32}))))
-    return claims
+LIMITS: dict[str, Limit] = {
+    "single_output": single_output, "spatial_1d_2d": spatial_1d_2d, "mod_limit": mod_limit,
+    "training_off": training_off, "lstm_limit": lstm_limit, "resize_limit": resize_limit,
+    "half_on_constants": half_on_constants, "first_input_f32": input_types({0: F32}),
+    "numeric_operands": input_types({0: NUMBERS, 1: NUMBERS}), "index_indices": input_types({1: INDEX}),
+    "dequantize_types": input_types({0: QUANTIZED, 1: SCALES}),
+}
+"""The limits ops.toml names; `constants:1,2` is made by `constants(1, 2)`."""
 
 
-CLAIMS = _claims()
+def limit_named(name: str) -> Limit:
+    if name.startswith("constants:"):
+        return constants(*(int(i) for i in name.removeprefix("constants:").split(",")))
+    return LIMITS[name]
+
+
+def claim_of(onnx_op: str, claim: Claim) -> OpClaim:
+    limits = [limit_named(name) for name in claim.limits]
+    return OpClaim(onnx_op, dtypes=claim.dtypes, limit=every(*limits) if limits else None)
+
+
+CLAIMS = [claim_of(onnx_op, claim) for claim, _ in contract().claims() for onnx_op in claim.onnx]
+"""What the plan ops of the op contract serve (ops.toml), and what the lowering folds or turns into weights."""

@@ -11,27 +11,12 @@ from edgepack.runtime.errors import EdgepackError
 
 from ..capability import Capability, OpClaim, Values
 from . import CompiledPartition, Options, Provider, register
-from .cpu_claims import CLAIMS, Limit
+from ..native.op_contract import contract
+from .cpu_claims import Limit, claim_of
 from .wasm import compile_partition, load_plan, missing
 
 HEAVY_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
 """A partition without one of these is not worth the trip to the GPU and back: it stays on wasm."""
-
-GPU_OPS = frozenset({
-    "Conv", "ConvTranspose", "MatMul", "Gemm",
-    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
-    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Abs", "Neg", "Reciprocal", "Clip", "LeakyRelu",
-    "HardSigmoid", "HardSwish", "Gelu", "Floor", "Ceil", "Elu", "Softplus", "Selu", "Celu", "Softsign",
-    "ThresholdedRelu", "Round", "Sign",
-    "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
-    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
-    "ReduceLogSum",
-    "BatchNormalization", "LayerNormalization", "Transpose", "Concat", "Split", "Slice", "Resize",
-    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-})
-"""ONNX ops whose plan ops (Conv, Binary, Unary, Pool, ...) the WGSL kernels run, on float32 data."""
-WEIGHT_CHAIN_OPS = frozenset({"DequantizeLinear", "Cast", "Constant"})
-"""Ops claimed only on constants: the quantized or float16 weight chains the lowering folds into a weight slot."""
 
 
 def float_data(limit: Limit | None) -> Limit:
@@ -57,12 +42,17 @@ def on_constants(limit: Limit | None) -> Limit:
 
 
 def _claims() -> list[OpClaim]:
+    """The claims of the plan ops WGSL kernels run (float32 data only), and the weight chains on constants, from the
+    op contract: a claim marked `gpu = false` stays off the GPU."""
     claims = []
-    for claim in CLAIMS:
-        if claim.op_type in GPU_OPS:
-            claims.append(OpClaim(claim.op_type, claim.domain, claim.opsets, claim.dtypes, float_data(claim.limit)))
-        elif claim.op_type in WEIGHT_CHAIN_OPS:
-            claims.append(OpClaim(claim.op_type, claim.domain, claim.opsets, claim.dtypes, on_constants(claim.limit)))
+    for claim, op in contract().claims():
+        gpu_op = op is not None and op.gpu
+        for onnx_op in claim.onnx:
+            cpu = claim_of(onnx_op, claim)
+            if claim.gpu is True and gpu_op:
+                claims.append(OpClaim(onnx_op, cpu.domain, cpu.opsets, cpu.dtypes, float_data(cpu.limit)))
+            elif claim.gpu == "constants":
+                claims.append(OpClaim(onnx_op, cpu.domain, cpu.opsets, cpu.dtypes, on_constants(cpu.limit)))
     return claims
 
 

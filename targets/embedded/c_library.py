@@ -80,7 +80,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
 
 
 def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[str]:
-    """Copies the selected core files under src/ (edgepack.h under include/) and writes the trimmed registry;
+    """Copies the selected core files under src/ (edgepack.h under include/) and writes ops.h and the trimmed registry;
     returns the library's .c files."""
     sources = []
     for relative in selection.files:
@@ -88,7 +88,8 @@ def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[st
         write_file(target, (core_sources.NATIVE / relative).read_text())
         if relative.suffix == ".c":
             sources.append(f"src/{relative.as_posix()}")
-    write_file(staging / "src" / "kernels" / "registry.c", core_sources.registry_source(selection.kernels))
+    for relative, text in core_sources.generated_files(selection.kernels).items():
+        write_file(staging / "src" / relative, text)
     return [*sources, "src/kernels/registry.c"]
 
 

@@ -10,11 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgepack.runtime.native.build import NATIVE
+from edgepack.runtime.native.op_contract import c_header, c_registry, contract
 
 KERNELS = NATIVE / "kernels"
-REGISTRY = KERNELS / "registry.c"
-OP_ENUM = re.compile(r"\bEP_OP_(\w+)\s*=\s*(\d+)")
-TABLE_ENTRY = re.compile(r"\[EP_OP_(\w+)\]\s*=\s*&(ep_kernel_\w+)")
 KERNEL_DEFINITION = re.compile(r"^const ep_kernel (ep_kernel_\w+)\s*=", re.MULTILINE)
 GLOBAL_DEFINITION = re.compile(r"^(?!static\b)(?:const ep_kernel |[A-Za-z_][\w \t*]*?[\s*])(ep_\w+)\s*[=(]",
                                re.MULTILINE)
@@ -31,17 +29,6 @@ class CoreSelection:
     """Op enum name (COPY, CONV, ...) -> kernel symbol, for the ops the plan uses."""
 
 
-def op_enum_names() -> dict[int, str]:
-    """Plan op id -> the core's enum name without `EP_OP_` (from ep_internal.h)."""
-    text = (NATIVE / "ep_internal.h").read_text()
-    return {int(number): name for name, number in OP_ENUM.findall(text) if name != "COUNT"}
-
-
-def kernel_symbols() -> dict[str, str]:
-    """Op enum name -> kernel symbol, from the core's registry table."""
-    return dict(TABLE_ENTRY.findall(REGISTRY.read_text()))
-
-
 def kernel_files() -> dict[str, Path]:
     """Kernel symbol -> the kernel source that defines it."""
     found = {}
@@ -55,9 +42,8 @@ def core_definitions() -> dict[str, Path]:
     """Every non-static `ep_` function and kernel of the core's .c files -> the file defining it."""
     found = {}
     for path in [*sorted(NATIVE.glob("*.c")), *sorted(KERNELS.glob("*.c"))]:
-        if path != REGISTRY:
-            for symbol in GLOBAL_DEFINITION.findall(path.read_text()):
-                found[symbol] = path.resolve()
+        for symbol in GLOBAL_DEFINITION.findall(path.read_text()):
+            found[symbol] = path.resolve()
     return found
 
 
@@ -80,24 +66,15 @@ def with_dependencies(sources: Iterable[Path]) -> set[Path]:
 
 def select(op_ids: Iterable[int]) -> CoreSelection:
     """The core files and kernels for a plan whose ops have `op_ids`."""
-    enum_names, symbols, files = op_enum_names(), kernel_symbols(), kernel_files()
-    kernels = {enum_names[i]: symbols[enum_names[i]] for i in sorted(set(op_ids))}
+    ops, files = contract().ops, kernel_files()
+    kernels = {ops[i].c_name: ops[i].kernel for i in sorted(set(op_ids))}
     base = [*sorted(NATIVE.glob("*.c")), *sorted(NATIVE.glob("*.h")), NATIVE / "include" / "edgepack.h"]
     needed = with_dependencies([*base, *(files[symbol] for symbol in kernels.values())])
     root = NATIVE.resolve()
-    return CoreSelection(sorted(p.relative_to(root) for p in needed if p != REGISTRY.resolve()), kernels)
+    return CoreSelection(sorted(p.relative_to(root) for p in needed), kernels)
 
 
-def registry_source(kernels: dict[str, str]) -> str:
-    """A kernels/registry.c whose table holds only `kernels`: the loader refuses any other op id (EP_ERR_OP)."""
-    symbols = ", ".join(dict.fromkeys(kernels.values()))
-    entries = "\n".join(f"        [EP_OP_{name}] = &{symbol}," for name, symbol in kernels.items())
-    return ("/* The one table from op id to kernel, trimmed by edgepack to the ops of this bundle's plan. */\n"
-            '#include "../ep_internal.h"\n\n'
-            f"extern const ep_kernel {symbols};\n\n"
-            "const ep_kernel *ep_kernel_for(uint32_t op_id) {\n"
-            "    static const ep_kernel *const table[EP_OP_COUNT] = {\n"
-            f"{entries}\n"
-            "    };\n"
-            "    return op_id < EP_OP_COUNT ? table[op_id] : 0;\n"
-            "}\n")
+def generated_files(kernels: dict[str, str]) -> dict[str, str]:
+    """The files a shipped core gets from the op contract: ops.h and a kernel registry holding only `kernels` (the
+    loader then refuses any other op id with EP_ERR_OP)."""
+    return {"ops.h": c_header(), "kernels/registry.c": c_registry(kernels)}

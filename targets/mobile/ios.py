@@ -111,7 +111,8 @@ def _write_core(folder: Path, selection: core_sources.CoreSelection) -> None:
     headers), with the kernel registry trimmed to the plans' ops."""
     for relative in selection.files:
         write_file(folder / relative, (core_sources.NATIVE / relative).read_text())
-    write_file(folder / "kernels" / "registry.c", core_sources.registry_source(selection.kernels))
+    for relative, text in core_sources.generated_files(selection.kernels).items():
+        write_file(folder / relative, text)
 
 
 def _write_tests(folder: Path, model: str, bundle: BundleInput, inputs: list[swift_api.SwiftPort],

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from edgepack.runtime.native.build import wasm_core
+from edgepack.runtime.native.build import NATIVE, wasm_core
 from edgepack.runtime.native.epk import Plan, write
+from edgepack.runtime.native.op_contract import js_module
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_file
 from . import typings
@@ -24,6 +25,8 @@ from .templates import render
 PRODUCT = "the web bundle"
 RUNTIME = Path(__file__).parent / "runtime"
 RUNTIME_FILES = ("session.js", "epk.js", "wasm.js")
+CORE_ABI = NATIVE / "wasm" / "core.js"
+"""The one decoder of the wasm core's ABI, shipped as runtime/core.js."""
 GPU_RUNTIME_FILES = ("webgpu.js", "webgpu_support.js", "webgpu_weights.js", "webgpu_buffers.js", "webgpu_pipelines.js",
                      "webgpu_geometry.js", "webgpu_lowerings.js", "webgpu_conv_gemm.js")
 """The WebGPU executor: webgpu.js (which session.js imports) and every module it imports."""
@@ -144,5 +147,7 @@ def _package(name: str, version: str, gpu: bool) -> dict[str, Any]:
 def _write_runtime(staging: Path, gpu: bool) -> None:
     for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
         write_file(staging / "runtime" / file, (RUNTIME / file).read_text())
+    write_file(staging / "runtime" / "core.js", CORE_ABI.read_text())
+    write_file(staging / "runtime" / "ops.js", js_module())
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(wasm_core(), staging / CORE)

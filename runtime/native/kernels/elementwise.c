@@ -2,14 +2,7 @@
    Cast. */
 #include "broadcast.h"
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQUAL, B_LESS, B_GREATER, B_LESS_EQUAL, B_GREATER_EQUAL,
-       B_AND, B_OR, B_XOR, B_MOD, B_KINDS };
-
-enum { U_RELU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_ERF, U_ABS, U_NEG, U_RECIPROCAL, U_CLIP, U_LEAKY_RELU,
-       U_HARD_SIGMOID, U_HARD_SWISH, U_GELU, U_GELU_TANH, U_FLOOR, U_CEIL, U_ELU, U_SOFTPLUS, U_NOT, U_SIGN,
-       U_SELU, U_CELU, U_SOFTSIGN, U_THRESHOLDED_RELU, U_ROUND, U_KINDS };
-
-static int is_compare(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_EQUAL; }
+static int is_compare(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_OR_EQUAL; }
 static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }
 
 static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
@@ -83,7 +76,7 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
             case B_EQUAL: EP_ROW_LOOP(x == z); break;
             case B_LESS: EP_ROW_LOOP(x < z); break;
             case B_GREATER: EP_ROW_LOOP(x > z); break;
-            case B_LESS_EQUAL: EP_ROW_LOOP(x <= z); break;
+            case B_LESS_OR_EQUAL: EP_ROW_LOOP(x <= z); break;
             default: EP_ROW_LOOP(x >= z); break;
             }
             continue;
@@ -116,8 +109,8 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
         case B_EQUAL: return a == b;                                                                                \
         case B_LESS: return a < b;                                                                                  \
         case B_GREATER: return a > b;                                                                               \
-        case B_LESS_EQUAL: return a <= b;                                                                           \
-        case B_GREATER_EQUAL: return a >= b;                                                                        \
+        case B_LESS_OR_EQUAL: return a <= b;                                                                           \
+        case B_GREATER_OR_EQUAL: return a >= b;                                                                        \
         }                                                                                                           \
         return 0;                                                                                                   \
     }                                                                                                               \

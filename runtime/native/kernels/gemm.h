@@ -28,9 +28,6 @@
 #define EP_GEMM_NR (EP_GEMM_NV * EP_GEMM_LANES)
 #define EP_GEMM_BLOCK 256
 
-enum { EP_ACT_NONE, EP_ACT_RELU, EP_ACT_CLIP, EP_ACT_HARD_SWISH, EP_ACT_HARD_SIGMOID, EP_ACT_LEAKY_RELU,
-       EP_ACT_SIGMOID, EP_ACT_KINDS };
-
 typedef struct ep_epilogue {
     const float *row_bias;  /* one per row of C, or NULL */
     float alpha;            /* scales the product */

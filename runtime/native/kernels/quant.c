@@ -19,16 +19,16 @@ typedef struct slots {
 
 static const slots *slots_of(uint32_t id) {
     static const slots table[] = {
-        {&ep_kernel_conv, 3, 15, 1, {1, 0}},
-        {&ep_kernel_conv_transpose, 3, 17, 1, {1, 0}},
-        {&ep_kernel_matmul, 2, 0, 1, {1, 0}},
-        {&ep_kernel_gemm, 3, 7, 1, {1, 0}},
-        {&ep_kernel_lstm, 6, 2, 2, {1, 2}},
+        {&ep_kernel_conv, EP_OP_CONV_SLOTS},
+        {&ep_kernel_conv_transpose, EP_OP_CONV_TRANSPOSE_SLOTS},
+        {&ep_kernel_matmul, EP_OP_MAT_MUL_SLOTS},
+        {&ep_kernel_gemm, EP_OP_GEMM_SLOTS},
+        {&ep_kernel_lstm, EP_OP_LSTM_SLOTS},
     };
     switch (id) {
     case EP_OP_CONV: return &table[0];
     case EP_OP_CONV_TRANSPOSE: return &table[1];
-    case EP_OP_MATMUL: return &table[2];
+    case EP_OP_MAT_MUL: return &table[2];
     case EP_OP_GEMM: return &table[3];
     case EP_OP_LSTM: return &table[4];
     }

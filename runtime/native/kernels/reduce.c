@@ -2,7 +2,6 @@
    ArgExtreme params: axis, want_max, select_last_index. */
 #include "../ep_internal.h"
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUM_SQUARE, R_L1, R_L2, R_LOG_SUM, R_KINDS };
 
 static ep_status check_reduce(const ep_node *n, size_t *scratch, char *error) {
     (void)scratch;

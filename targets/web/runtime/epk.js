@@ -2,12 +2,9 @@
 // plan fully when it opens it; this reader checks every count, offset and index it follows, and throws an Error
 // naming the field otherwise.
 
-export const OPS = [
-  "Copy", "SkipUnless", "Skip", "Binary", "Unary", "Conv", "ConvTranspose", "MatMul", "Gemm", "Pool", "Softmax",
-  "Reduce", "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Resize", "ChannelAffine", "LayerNorm",
-  "Cast", "Where", "Expand", "LSTM", "ArgExtreme", "Fail",
-];
-export const DTYPE_NAMES = { 1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 22: "int4" };
+import { DTYPE_NAMES, OPS } from "./ops.js";
+
+export { DTYPE_NAMES, OPS };
 const ELEMENT_BYTES = { 1: 4, 2: 1, 3: 1, 6: 4, 7: 8, 9: 1, 10: 2 };
 const HEADER_BYTES = 96;
 const TENSOR_BYTES = 48;

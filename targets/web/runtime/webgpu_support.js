@@ -1,28 +1,11 @@
-// Which plans the WebGPU executor runs: the WGSL files each plan op needs (gpu_kernels.py mirrors OP_FILES), the
-// dtypes each op slot accepts, the quantized weight slot of an op, and one line naming why a plan cannot run.
+// Which plans the WebGPU executor runs: the WGSL files each plan op needs and the kinds it runs (ops.js, made from
+// the op contract), the dtypes each op slot accepts, the quantized weight slot of an op, and one line naming why a
+// plan cannot run.
 
 import { DTYPE_NAMES } from "./epk.js";
+import { BINARY_KINDS, GPU_KINDS, OP_FILES, UNARY_KINDS, WEIGHT_SLOTS } from "./ops.js";
 
 export const COMMON = "common.wgsl";
-const OP_FILES = {
-  Copy: [],
-  Binary: ["binary.wgsl"],
-  Unary: ["unary.wgsl"],
-  Conv: ["conv.wgsl", "gemm.wgsl"],
-  ConvTranspose: ["conv.wgsl"],
-  MatMul: ["gemm.wgsl"],
-  Gemm: ["gemm.wgsl"],
-  Pool: ["pool.wgsl"],
-  Softmax: ["softmax.wgsl"],
-  Reduce: ["reduce.wgsl"],
-  Transpose: ["layout.wgsl"],
-  Concat: ["layout.wgsl"],
-  Split: ["layout.wgsl"],
-  Slice: ["layout.wgsl"],
-  Resize: ["resize.wgsl"],
-  ChannelAffine: ["normalize.wgsl"],
-  LayerNorm: ["normalize.wgsl"],
-};
 
 /** The plan ops this executor runs. */
 export const GPU_OPS = new Set(Object.keys(OP_FILES));
@@ -31,16 +14,10 @@ export const F32 = 1;
 export const I8 = 3;
 export const F16 = 10;
 const I4 = 22;
-const BINARY_KINDS = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
-  "GreaterOrEqual", "And", "Or", "Xor", "Mod"];
-const FLOAT_BINARY_KINDS = 7;
-const UNARY_NOT = 20;
-/** Own inputs and parameter words of the ops with a quantizable weight slot (input 1); EPK.md "Quantized weights". */
-const WEIGHT_SLOT_OPS = { Conv: [3, 15], ConvTranspose: [3, 17], MatMul: [2, 0], Gemm: [3, 7] };
 
 /** The quantized weight slot of `op`: {axis, block, scale (tensor index)}, or null when it has none. */
 export function quantizedSlot(op) {
-  const form = WEIGHT_SLOT_OPS[op.op];
+  const form = WEIGHT_SLOTS[op.op];
   if (!form) return null;
   const [ownInputs, ownParams] = form;
   if (op.inputs.length !== ownInputs + 1 || op.params.length !== ownParams + 2) return null;
@@ -56,10 +33,12 @@ function tensorRefusal(plan, index, allowed) {
 
 function opRefusal(plan, op) {
   if (!GPU_OPS.has(op.op)) return "no WebGPU kernel for this op";
-  if (op.op === "Binary" && op.params[0] >= FLOAT_BINARY_KINDS) {
-    return `Binary ${BINARY_KINDS[op.params[0]] ?? op.params[0]} is not float arithmetic`;
+  if (op.op === "Binary" && !GPU_KINDS.Binary.includes(op.params[0])) {
+    return `Binary ${BINARY_KINDS[op.params[0]] ?? op.params[0]} has no WebGPU kernel`;
   }
-  if (op.op === "Unary" && op.params[0] === UNARY_NOT) return "Unary Not works on bool";
+  if (op.op === "Unary" && !GPU_KINDS.Unary.includes(op.params[0])) {
+    return `Unary ${UNARY_KINDS[op.params[0]] ?? op.params[0]} has no WebGPU kernel`;
+  }
   if (op.op === "Conv" && plan.tensors[op.inputs[1]].location !== 1) return "weights computed at run time";
   const slot = quantizedSlot(op);
   for (let k = 0; k < op.inputs.length; k++) {

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.compiler.lower import lower
 from edgepack.runtime import Session
+from edgepack.runtime.native.op_contract import js_module
 from edgepack.targets.web.chromium import Chromium, missing
 from edgepack.targets.web.gpu_kernels import KERNEL_FILES
 
@@ -73,6 +74,9 @@ class WebGpuPage:
 @pytest.fixture(scope="module")
 def gpu_page() -> Iterator[WebGpuPage]:
     with Chromium(REPO) as browser:
+        # ops.js is made from the op contract when a bundle is written; the source tree has none to serve
+        browser.context.route("**/targets/web/runtime/ops.js",
+                              lambda route: route.fulfill(body=js_module(), content_type="text/javascript"))
         page = browser.page()
         if not page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"):
             pytest.skip("Chromium offers no WebGPU adapter here")

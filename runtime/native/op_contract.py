@@ -103,8 +103,8 @@ def contract() -> Contract:
 def c_header() -> str:
     """ops.h: op ids, kind enums and weight-slot layouts."""
     c = contract()
-    lines = ["/* Generated from ops.toml by op_contract.py: do not edit. */", "#ifndef EP_OPS_H", "#define EP_OPS_H", "",
-             "enum {"]
+    lines = ["/* Generated from ops.toml by op_contract.py: do not edit. */", "#ifndef EP_OPS_H", "#define EP_OPS_H",
+             "", "enum {"]
     lines += [f"    EP_OP_{op.c_name} = {op.id}," for op in c.ops]
     lines += [f"    EP_OP_COUNT = {len(c.ops)}", "};", ""]
     for kind, names in c.kinds.items():
@@ -115,7 +115,8 @@ def c_header() -> str:
         if op.weight_slots:
             s = op.weight_slots
             inputs = ", ".join(str(i) for i in (*s.slots, *(0,) * (MAX_SLOTS - len(s.slots))))
-            lines.append(f"#define EP_OP_{op.c_name}_SLOTS {s.own_inputs}, {s.own_params}, {len(s.slots)}, {{{inputs}}}")
+            layout = f"{s.own_inputs}, {s.own_params}, {len(s.slots)}, {{{inputs}}}"
+            lines.append(f"#define EP_OP_{op.c_name}_SLOTS {layout}")
     lines += ["", "#endif", ""]
     return "\n".join(lines)
 
@@ -156,16 +157,18 @@ def js_module() -> str:
     c = contract()
     dtypes = {code: name for name, code in {**c.dtypes, **c.weight_only_dtypes}.items()}
     op_files = {op.name: list(op.wgsl) for op in c.ops if op.gpu}
+    kinds = {kind: gpu_kinds(c.op(kind), kind) for kind in ("Binary", "Unary")}
+    slots = {op.name: [op.weight_slots.own_inputs, op.weight_slots.own_params] for op in c.ops
+             if op.weight_slots and op.gpu}
     return "\n".join([
         "// Generated from runtime/native/ops.toml by op_contract.py: do not edit.",
         f"export const OPS = {json.dumps([op.name for op in c.ops])};",
         f"export const DTYPE_NAMES = {json.dumps(dtypes)};",
         f"export const BINARY_KINDS = {json.dumps(list(c.kinds['Binary']))};",
         f"export const UNARY_KINDS = {json.dumps(list(c.kinds['Unary']))};",
-        f"export const GPU_KINDS = {json.dumps({'Binary': gpu_kinds(c.op('Binary'), 'Binary'), 'Unary': gpu_kinds(c.op('Unary'), 'Unary')})};",
+        f"export const GPU_KINDS = {json.dumps(kinds)};",
         f"export const OP_FILES = {json.dumps(op_files)};",
-        "export const WEIGHT_SLOTS = "
-        f"{json.dumps({op.name: [op.weight_slots.own_inputs, op.weight_slots.own_params] for op in c.ops if op.weight_slots and op.gpu})};",
+        f"export const WEIGHT_SLOTS = {json.dumps(slots)};",
         "",
     ])
 
@@ -177,7 +180,8 @@ def markdown_table() -> str:
     for op in c.ops:
         served = ", ".join(name for claim in op.claims for name in claim.onnx)
         rows.append(f"| {op.id} | {op.name} | `{op.kernel}` | {op.params} | {served} |")
-    kinds = [f"- {kind} kinds: " + ", ".join(f"{i} {n}" for i, n in enumerate(names)) for kind, names in c.kinds.items()]
+    kinds = [f"- {kind} kinds: " + ", ".join(f"{i} {n}" for i, n in enumerate(names))
+             for kind, names in c.kinds.items()]
     return "\n".join([*rows, "", *kinds]) + "\n"
 
 

@@ -10,8 +10,8 @@ import onnx
 from edgepack.runtime.errors import EdgepackError
 
 from ..capability import Capability, OpClaim, Values
-from . import CompiledPartition, Options, Provider, register
 from ..native.op_contract import contract
+from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import Limit, claim_of
 from .wasm import compile_partition, load_plan, missing
 

@@ -12,7 +12,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from edgepack.runtime.capability import Values
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.function_bodies import defines_body, function_nodes
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
 
@@ -203,13 +205,53 @@ class Lowering:
         elif node.op_type in ("Shape", "Size") and isinstance(inputs[0], Runtime):
             values = [_shape_value(node, inputs[0].shape)]
         elif node.domain in ("", "ai.onnx") and node.op_type in EMITTERS:
-            values = EMITTERS[node.op_type](self, node, inputs)
+            values = self.emit_or_expand(node, inputs, scope)
+        elif (body := self.function_body(node, inputs)) is not None:
+            values = self.lower_body(node, body, scope)
         else:
             self.missing.append(node_label(node))
             values = [MISSING] * len(node.output)
         for name, value in zip(node.output, values):
             if name:
                 scope[name] = value
+
+    def emit_or_expand(self, node: onnx.NodeProto, inputs: list[Any], scope: Scope) -> list[Any]:
+        """The node through its emitter, or through its ONNX function body where the core's claims refuse the node
+        itself (an attribute, dtype or output its kernel lacks) and onnx defines a body."""
+        if defines_body(node, self.opsets) and self.claim_refusal(node, inputs) is not None and \
+                (body := self.function_body(node, inputs)) is not None:
+            return self.lower_body(node, body, scope)
+        return EMITTERS[node.op_type](self, node, inputs)
+
+    def claim_refusal(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> str | None:
+        """What the core's claims (ops.toml) say against this node at these values, or None."""
+        from edgepack.runtime.providers import PROVIDERS
+
+        values = Values()
+        try:
+            outputs = self.infer(node, inputs)
+        except EdgepackError as error:
+            return str(error)
+        for name, value in zip(node.input, inputs):
+            if name and value is not None:
+                values.types[name], values.shapes[name] = _dtype(value).name, list(_shape(value))
+                if not isinstance(value, Runtime):
+                    values.constants.add(name)
+                    values.known.add(name)
+        for name, (dtype, shape) in zip(node.output, outputs):
+            values.types[name], values.shapes[name] = dtype, list(shape)
+        return PROVIDERS["cpu"].capability.claim_refusal(node, self.opsets, values)
+
+    def function_body(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> list[onnx.NodeProto] | None:
+        types = [onnx.TypeProto() if value is None else onnx.helper.make_tensor_type_proto(
+            onnx.helper.np_dtype_to_tensor_dtype(_dtype(value)), list(_shape(value))) for value in inputs]
+        return function_nodes(node, self.opsets, types)
+
+    def lower_body(self, node: onnx.NodeProto, body: list[onnx.NodeProto], scope: Scope) -> list[Any]:
+        inner: Scope = ChainMap({}, scope)
+        for body_node in body:
+            self.lower_node(body_node, inner)
+        return [inner[name] if name else None for name in node.output]
 
     def lower_if(self, node: onnx.NodeProto, condition: Value, scope: Scope) -> list[Any]:
         attrs = attributes(node)
@@ -278,6 +320,14 @@ class Lowering:
         del self.tensors[tensors:], self.ops[ops:], self.missing[missing:]
         self.aliases = {t: s for t, s in self.aliases.items() if t < tensors}
         self.weights = {k: v for k, v in self.weights.items() if v[0] < tensors}
+
+
+def _dtype(value: Value | Quantized) -> np.dtype:
+    return np.dtype(value.dtype) if isinstance(value, (Runtime, Quantized)) else np.asarray(value).dtype
+
+
+def _shape(value: Value | Quantized) -> tuple[int, ...]:
+    return value.shape if isinstance(value, (Runtime, Quantized)) else np.asarray(value).shape
 
 
 def _uses(graph: onnx.GraphProto) -> dict[str, int]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from .function_bodies import function_nodes
+
 MAX_OPSET = 10_000
 DEFAULT_DOMAIN = ""
 
@@ -35,6 +37,8 @@ class Values:
     types: dict[str, str] = field(default_factory=dict)
     shapes: dict[str, list[int | None]] = field(default_factory=dict)
     constants: set[str] = field(default_factory=set)
+    known: set[str] = field(default_factory=set)
+    """Values known once input shapes are fixed: constants, shapes and sizes, and what is computed from them only."""
 
 
 RANDOM_OPS = {"RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
@@ -44,8 +48,9 @@ RANDOM_OPS = {"RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli
 def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
     """The values of `graph` (inputs, outputs, value_info, weights, Constant outputs) on top of the outer scope's.
     A node without subgraphs whose inputs are all constants (a weight's DequantizeLinear, Reshape and Cast) makes
-    constants too."""
-    values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants)) if outer else Values()
+    constants too; Shape and Size, and nodes reading only known values, make known values."""
+    values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants), set(outer.known)) if outer \
+        else Values()
     for value in [*graph.input, *graph.output, *graph.value_info]:
         kind = value.type.WhichOneof("value")
         if kind == "tensor_type" and value.type.tensor_type.elem_type:
@@ -60,6 +65,7 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
         values.types[tensor.name] = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).name
         values.shapes[tensor.name] = list(tensor.dims)
         values.constants.add(tensor.name)
+        values.known.add(tensor.name)
     for node in graph.node:
         if node.op_type == "Constant" and node.output:
             values.constants.add(node.output[0])
@@ -69,6 +75,9 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
                     values.shapes[node.output[0]] = list(attr.t.dims)
         elif _computes_constants(node, values.constants):
             values.constants.update(name for name in node.output if name)
+        if node.op_type in ("Shape", "Size") or (node.op_type == "Constant" and node.output) or \
+                _computes_constants(node, values.known):
+            values.known.update(name for name in node.output if name)
     return values
 
 
@@ -84,8 +93,8 @@ class Capability:
     def __init__(self, claims: Iterable[OpClaim]) -> None:
         self.claims = {(claim.domain, claim.op_type): claim for claim in claims}
 
-    def refusal(self, node: onnx.NodeProto, opsets: Mapping[str, int], values: Values) -> str | None:
-        """Why this node (with its subgraphs) is not claimed, or None."""
+    def claim_refusal(self, node: onnx.NodeProto, opsets: Mapping[str, int], values: Values) -> str | None:
+        """Why the node's own claim (op, opset, dtypes, limits; not its subgraphs) does not hold, or None."""
         domain = domain_of(node.domain)
         claim = self.claims.get((domain, node.op_type))
         label = f"{domain + '.' if domain else ''}{node.op_type}"
@@ -105,6 +114,14 @@ class Capability:
             reason = claim.limit(node, values)
             if reason:
                 return f"{label}: {reason}"
+        return None
+
+    def refusal(self, node: onnx.NodeProto, opsets: Mapping[str, int], values: Values) -> str | None:
+        """Why this node (with its subgraphs) is not claimed, or None."""
+        reason = self.claim_refusal(node, opsets, values)
+        if reason:
+            return reason
+        label = f"{domain_of(node.domain) + '.' if domain_of(node.domain) else ''}{node.op_type}"
         for attr in node.attribute:
             for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
                 reason = self.graph_refusal(body, opsets, graph_values(body, values))
@@ -132,3 +149,55 @@ def attribute(node: onnx.NodeProto, name: str, default: object = None) -> object
             value = onnx.helper.get_attribute_value(attr)
             return value.decode() if isinstance(value, bytes) else value
     return default
+
+
+_TENSOR_TYPES = {}
+for _code in onnx.TensorProto.DataType.values():
+    try:
+        _TENSOR_TYPES.setdefault(onnx.helper.tensor_dtype_to_np_dtype(_code).name, _code)
+    except (KeyError, TypeError, ValueError):
+        pass
+
+
+def type_proto(values: Values, name: str) -> onnx.TypeProto | None:
+    """The tensor type of `name` as far as `values` knows it (an empty type for an absent input; None: unknown)."""
+    if not name:
+        return onnx.TypeProto()
+    code = _TENSOR_TYPES.get(values.types.get(name, ""))
+    if code is None:
+        return None
+    return onnx.helper.make_tensor_type_proto(code, values.shapes.get(name))
+
+
+class PlanCapability(Capability):
+    """The claims of an engine that lowers a model to a plan at fixed input shapes (the C core and its WebGPU
+    executor): a node reading only known values is folded when the plan is lowered, and an op it lacks runs as its
+    ONNX function body when every node of the body is claimed."""
+
+    def refusal(self, node: onnx.NodeProto, opsets: Mapping[str, int], values: Values) -> str | None:
+        if _computes_constants(node, values.known):
+            return None
+        reason = super().refusal(node, opsets, values)
+        if reason is None:
+            return None
+        body = function_nodes(node, opsets, [type_proto(values, name) for name in node.input])
+        if body is None:
+            return reason
+        graph, inner = _body_graph(node, body, values, opsets)
+        body_reason = self.graph_refusal(graph, opsets, inner)
+        return None if body_reason is None else f"{reason}, nor its ONNX function body ({body_reason})"
+
+
+def _body_graph(node: onnx.NodeProto, body: list[onnx.NodeProto], values: Values, opsets: Mapping[str, int]
+                ) -> tuple[onnx.GraphProto, Values]:
+    """The body as a graph, with the types and shapes onnx's inference gives its values."""
+    inputs = [onnx.helper.make_value_info(name, type_proto(values, name) or onnx.TypeProto())
+              for name in dict.fromkeys(n for n in node.input if n)]
+    outputs = [onnx.helper.make_value_info(name, onnx.TypeProto()) for name in node.output if name]
+    model = onnx.helper.make_model(onnx.helper.make_graph(body, "body", inputs, outputs),
+                                   opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except onnx.shape_inference.InferenceError:
+        pass
+    return model.graph, graph_values(model.graph, values)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 
-from ..capability import Capability
+from ..capability import PlanCapability
 from ..native.binding import NativeSession
 from ..native.plan_compiler import planned
 from . import CompiledPartition, Options, Provider, register
@@ -31,4 +31,4 @@ def _missing() -> str | None:
 
 
 PROVIDER = register(Provider("cpu", "the compact C runtime core built for this host (ctypes)",
-                             Capability(CLAIMS), compile_partition, load=load_plan, missing=_missing))
+                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=_missing))

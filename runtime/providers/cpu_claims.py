@@ -23,11 +23,12 @@ SCALES = frozenset({"float32", "float16"})
 
 
 def constants(*indices: int) -> Limit:
-    """The inputs at `indices`, when present, must be constants."""
+    """The inputs at `indices`, when present, must be known when the plan is lowered (constants, or computed from
+    shapes)."""
 
     def limit(node: onnx.NodeProto, values: Values) -> str | None:
         for i in indices:
-            if i < len(node.input) and node.input[i] and node.input[i] not in values.constants:
+            if i < len(node.input) and node.input[i] and node.input[i] not in values.known:
                 return f"input {i} ({node.input[i]!r}) must be a constant"
         return None
 

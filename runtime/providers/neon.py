@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 
-from ..capability import Capability
+from ..capability import PlanCapability
 from ..native.build import AARCH64_CC, aarch64_runner
 from ..native.emulated import EmulatedSession, qemu
 from ..native.plan_compiler import planned
@@ -38,4 +38,4 @@ def _missing() -> str | None:
 
 
 PROVIDER = register(Provider("neon", "the C runtime core for ARM64 with NEON (run under qemu-aarch64 here)",
-                             Capability(CLAIMS), compile_partition, load=load_plan, missing=_missing))
+                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=_missing))

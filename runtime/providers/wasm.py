@@ -8,7 +8,7 @@ from pathlib import Path
 
 import onnx
 
-from ..capability import Capability
+from ..capability import PlanCapability
 from ..native.build import WASM_CC, WASM_GLUE, wasm_core
 from ..native.emulated import EmulatedSession
 from ..native.plan_compiler import planned
@@ -38,4 +38,4 @@ def missing() -> str | None:
 
 
 PROVIDER = register(Provider("wasm", "the C runtime core as wasm32 + SIMD128 (run in node here)",
-                             Capability(CLAIMS), compile_partition, load=load_plan, missing=missing))
+                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=missing))

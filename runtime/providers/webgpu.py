@@ -9,7 +9,7 @@ import onnx
 
 from edgepack.runtime.errors import EdgepackError
 
-from ..capability import Capability, OpClaim, Values
+from ..capability import PlanCapability, OpClaim, Values
 from ..native.op_contract import contract
 from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import Limit, claim_of
@@ -66,4 +66,4 @@ def compile_heavy(model: onnx.ModelProto, options: Options) -> CompiledPartition
 
 PROVIDER = register(Provider("webgpu", "WGSL kernels in the web bundle's JS runtime (its plans run on the wasm core "
                                        "outside a browser)",
-                             Capability(_claims()), compile_heavy, load=load_plan, missing=missing))
+                             PlanCapability(_claims()), compile_heavy, load=load_plan, missing=missing))

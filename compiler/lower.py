@@ -19,7 +19,7 @@ from edgepack.runtime.native import epk
 from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
 
 from .arena import plan_arena
-from .emitters import EMITTERS
+from .emitters import EMITTERS, NotConstant
 from .patterns import rewrite_hard_swish
 from .quantized import SLOTS, Quantized, follow, from_dequantize, from_half_cast, scratch_bytes
 from .values import (
@@ -54,6 +54,24 @@ class MissingKernels(EdgepackError):
                              "core has (runtime/native/EPK.md lists them)")
 
 
+class NeedsValues(EdgepackError):
+    """Model inputs whose values shape other tensors (a Reshape's shape, a reduction's axes): the plan can only be
+    lowered for given values of them, which it then guards (a Guard op refuses any other value at run time)."""
+
+    def __init__(self, names: list[str], node: onnx.NodeProto) -> None:
+        self.names = names
+        super().__init__(f"model input(s) {', '.join(map(repr, names))} shape the outputs of {node_label(node)}, so "
+                         "a plan needs their values", where=node.name or node.output[0],
+                         fix="give their values when lowering (lower(model, shapes, values)), or make them "
+                             "constants in the model")
+
+
+SHAPE_FIRST = ("ConstantOfShape", "Range")
+"""Ops whose first input (not only later ones) gives their output's shape."""
+MAX_VALUE_ELEMENTS = 64
+"""The largest model input a plan is lowered for the value of (shapes, axes, scales are small)."""
+
+
 class Lowering:
     """The plan under construction: tensors, ops, buffer aliases and scratch, for one model at fixed input shapes."""
 
@@ -68,6 +86,7 @@ class Lowering:
         self.missing: list[str] = []
         self.weights: dict[int, tuple[int, Any]] = {}
         self.uses = _uses(model.graph)
+        self.model_inputs: dict[int, str] = {}
         self.graph_outputs = {o.name for o in model.graph.output}
 
     # tensors and ops
@@ -161,11 +180,21 @@ class Lowering:
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim] \
                 if tensor_type is not None and tensor_type.HasField("shape") else None
             if tensor_type is None or dims is None or None in dims:
+                self.raise_if_inputs_shape(node, inputs)
                 raise EdgepackError(f"the shape of {name!r} ({node.op_type} node {node.name!r}) is not known at these "
                                     "input shapes", where=node.name or name,
                                     fix="pin the input shapes, or make the shape inputs of this node constants")
             results.append((onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name, tuple(dims)))
         return results
+
+    def raise_if_inputs_shape(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> bool:
+        """NeedsValues when model inputs (small ones, past the data input) could give the node's output shapes."""
+        first = 0 if node.op_type in SHAPE_FIRST else 1
+        names = [self.model_inputs[v.index] for v in inputs[first:]
+                 if isinstance(v, Runtime) and v.index in self.model_inputs and np.prod(v.shape) <= MAX_VALUE_ELEMENTS]
+        if names:
+            raise NeedsValues(names, node)
+        return False
 
     def outputs(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> list[Runtime]:
         return [self.arena(name, dtype, shape) for name, (dtype, shape) in zip(node.output, self.infer(node, inputs))]
@@ -206,6 +235,8 @@ class Lowering:
             values = [_shape_value(node, inputs[0].shape)]
         elif node.domain in ("", "ai.onnx") and node.op_type in EMITTERS:
             values = self.emit_or_expand(node, inputs, scope)
+        elif node.op_type in SHAPE_FIRST and self.raise_if_inputs_shape(node, inputs):
+            values = []
         elif (body := self.function_body(node, inputs)) is not None:
             values = self.lower_body(node, body, scope)
         else:
@@ -221,7 +252,12 @@ class Lowering:
         if defines_body(node, self.opsets) and self.claim_refusal(node, inputs) is not None and \
                 (body := self.function_body(node, inputs)) is not None:
             return self.lower_body(node, body, scope)
-        return EMITTERS[node.op_type](self, node, inputs)
+        try:
+            return EMITTERS[node.op_type](self, node, inputs)
+        except NotConstant as error:
+            if error.value.index in self.model_inputs:
+                raise NeedsValues([self.model_inputs[error.value.index]], node) from error
+            raise
 
     def claim_refusal(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> str | None:
         """What the core's claims (ops.toml) say against this node at these values, or None."""
@@ -395,8 +431,10 @@ def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> d
     return found
 
 
-def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None) -> Plan:
-    """The plan of `model` at the given input shapes (dims the model leaves symbolic must be given)."""
+def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,
+                  values: dict[str, np.ndarray] | None = None) -> Plan:
+    """The plan of `model` at the given input shapes (dims the model leaves symbolic must be given), and for the
+    given `values` of inputs that shape other tensors (NeedsValues names them; the plan guards them)."""
     model = rewrite_hard_swish(model, _uses(model.graph))
     lowering = Lowering(model)
     scope: Scope = {}
@@ -404,7 +442,15 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
     for name, (dtype, shape) in _input_shapes(model.graph, shapes or {}).items():
         value = lowering.arena(name, dtype, shape)
         scope[name] = value
+        lowering.model_inputs[value.index] = name
         inputs.append(value.index)
+        if values and name in values:
+            pinned = np.asarray(values[name])
+            if (pinned.dtype.name, pinned.shape) != (dtype, shape):
+                raise EdgepackError(f"the value given for input {name!r} is {pinned.dtype}{list(pinned.shape)}, not "
+                                    f"{dtype}{list(shape)}", where=name, fix="give a value of the input's shape")
+            scope[name] = pinned
+            lowering.emit("Guard", [value, pinned], [])
     lowering.lower_graph(model.graph, scope)
     if lowering.missing:
         raise MissingKernels(lowering.missing, model.graph.name or "model")
@@ -424,6 +470,7 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
     return Plan(lowering.tensors, lowering.ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64)
 
 
-def lower(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None) -> bytes:
-    """`.epk` bytes for `model` at the given input shapes."""
-    return epk.write(lower_to_plan(model, shapes))
+def lower(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,
+          values: dict[str, np.ndarray] | None = None) -> bytes:
+    """`.epk` bytes for `model` at the given input shapes (and values of inputs that shape other tensors)."""
+    return epk.write(lower_to_plan(model, shapes, values))

@@ -39,6 +39,8 @@ class Values:
     constants: set[str] = field(default_factory=set)
     known: set[str] = field(default_factory=set)
     """Values known once input shapes are fixed: constants, shapes and sizes, and what is computed from them only."""
+    model_inputs: set[str] = field(default_factory=set)
+    """The model's own inputs (of the top graph): a plan can be lowered for their values."""
 
 
 RANDOM_OPS = {"RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
@@ -49,8 +51,8 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
     """The values of `graph` (inputs, outputs, value_info, weights, Constant outputs) on top of the outer scope's.
     A node without subgraphs whose inputs are all constants (a weight's DequantizeLinear, Reshape and Cast) makes
     constants too; Shape and Size, and nodes reading only known values, make known values."""
-    values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants), set(outer.known)) if outer \
-        else Values()
+    values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants), set(outer.known),
+                    outer.model_inputs) if outer else Values(model_inputs={v.name for v in graph.input})
     for value in [*graph.input, *graph.output, *graph.value_info]:
         kind = value.type.WhichOneof("value")
         if kind == "tensor_type" and value.type.tensor_type.elem_type:

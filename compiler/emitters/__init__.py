@@ -40,11 +40,21 @@ def unsupported(node: onnx.NodeProto, why: str) -> Unsupported:
                        fix="run this node on another provider, or change it to a form the cpu core covers")
 
 
+class NotConstant(Unsupported):
+    """An input that must be known when the plan is lowered is computed at run time (or is a model input)."""
+
+    def __init__(self, node: onnx.NodeProto, what: str, value: Runtime) -> None:
+        super().__init__(f"{node.op_type} node {node.name!r}: its {what} must be a constant once input shapes are "
+                         "fixed", where=node.name or node.output[0],
+                         fix="make it a constant in the model, or compute it from shapes only")
+        self.value = value
+
+
 def constant(node: onnx.NodeProto, value: Value | None, what: str) -> np.ndarray | None:
     if value is None:
         return None
     if isinstance(value, Runtime):
-        raise unsupported(node, f"its {what} must be a constant once input shapes are fixed")
+        raise NotConstant(node, what, value)
     return np.asarray(value)
 
 

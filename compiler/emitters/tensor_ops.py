@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 def emit_reshape(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     if node.op_type == "Dropout" and len([o for o in node.output if o]) > 1:
         raise unsupported(node, "the mask output is not supported")
+    training = constant(node, inputs[2], "training mode") if node.op_type == "Dropout" and len(inputs) > 2 else None
+    if training is not None and bool(training):
+        raise unsupported(node, "training mode is not supported")
     (dtype, shape), *_ = lw.infer(node, inputs)
     source = inputs[0]
     if not isinstance(source, Runtime):

@@ -23,12 +23,13 @@ SCALES = frozenset({"float32", "float16"})
 
 
 def constants(*indices: int) -> Limit:
-    """The inputs at `indices`, when present, must be known when the plan is lowered (constants, or computed from
-    shapes)."""
+    """The inputs at `indices`, when present, must be known when the plan is lowered: constants, values computed from
+    shapes, or model inputs (the plan is then lowered for their values and guards them)."""
 
     def limit(node: onnx.NodeProto, values: Values) -> str | None:
         for i in indices:
-            if i < len(node.input) and node.input[i] and node.input[i] not in values.known:
+            if i < len(node.input) and node.input[i] and node.input[i] not in values.known and \
+                    node.input[i] not in values.model_inputs:
                 return f"input {i} ({node.input[i]!r}) must be a constant"
         return None
 
@@ -117,12 +118,25 @@ LIMITS: dict[str, Limit] = {
     "numeric_operands": input_types({0: NUMBERS, 1: NUMBERS}), "index_indices": input_types({1: INDEX}),
     "dequantize_types": input_types({0: QUANTIZED, 1: SCALES}),
 }
-"""The limits ops.toml names; `constants:1,2` is made by `constants(1, 2)`."""
+"""The limits ops.toml names; `constants:1,2` is made by `constants(1, 2)`, `weights:1,2` by `weights(1, 2)`."""
+
+
+def weights(*indices: int) -> Limit:
+    """The inputs at `indices`, when present, must be constants of the model (weights, Constant outputs)."""
+
+    def limit(node: onnx.NodeProto, values: Values) -> str | None:
+        for i in indices:
+            if i < len(node.input) and node.input[i] and node.input[i] not in values.constants:
+                return f"input {i} ({node.input[i]!r}) must be a constant of the model"
+        return None
+
+    return limit
 
 
 def limit_named(name: str) -> Limit:
-    if name.startswith("constants:"):
-        return constants(*(int(i) for i in name.removeprefix("constants:").split(",")))
+    for prefix, make in (("constants:", constants), ("weights:", weights)):
+        if name.startswith(prefix):
+            return make(*(int(i) for i in name.removeprefix(prefix).split(",")))
     return LIMITS[name]
 
 

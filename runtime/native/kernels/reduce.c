@@ -2,6 +2,8 @@
    ArgExtreme params: axis, want_max, select_last_index. */
 #include "../ep_internal.h"
 
+#define EP_INFINITY (3.4028235e38f * 2.0f) /* Max and Min of an empty set are -inf and inf */
+
 
 static ep_status check_reduce(const ep_node *n, size_t *scratch, char *error) {
     (void)scratch;
@@ -30,7 +32,7 @@ static int reduces_trailing_axes(const ep_node *n, int32_t rank) {
 
 static float reduce_row(int32_t kind, const float *row, int64_t length) {
     double acc = kind == R_PROD ? 1.0 : 0.0;
-    float extreme = length ? row[0] : (kind == R_MAX ? -3.4028235e38f : 3.4028235e38f);
+    float extreme = length ? row[0] : (kind == R_MAX ? -EP_INFINITY : EP_INFINITY);
     for (int64_t i = 0; i < length; i++) {
         float v = row[i];
         switch (kind) {
@@ -60,7 +62,7 @@ static ep_status run_reduce(const ep_node *n, const ep_context *c) {
         for (int64_t o = 0; o < y->count; o++) out[o] = reduce_row(kind, in + o * length, length);
         return EP_OK;
     }
-    float start = kind == R_MAX ? -3.4028235e38f : kind == R_MIN ? 3.4028235e38f : kind == R_PROD ? 1.0f : 0.0f;
+    float start = kind == R_MAX ? -EP_INFINITY : kind == R_MIN ? EP_INFINITY : kind == R_PROD ? 1.0f : 0.0f;
     for (int64_t i = 0; i < y->count; i++) out[i] = start;
     int64_t out_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
     for (int32_t d = rank - 1; d >= 0; d--) {

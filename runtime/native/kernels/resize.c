@@ -36,7 +36,10 @@ static ep_status check_resize(const ep_node *n, size_t *scratch, char *error) {
 static float source_coordinate(int32_t transform, int64_t o, int64_t in_len, int64_t out_len, float scale) {
     switch (transform) {
     case 1: return (float)o / scale;
-    case 2: return out_len == 1 ? 0.0f : (float)o * (float)(in_len - 1) / (float)(out_len - 1);
+    case 2: { /* ONNX divides by in_len * scale - 1, which differs from out_len - 1 when the scale is not exact */
+        float resized = (float)in_len * scale;
+        return out_len == 1 || resized <= 1.0f ? 0.0f : (float)o * (float)(in_len - 1) / (resized - 1.0f);
+    }
     case 3: return out_len > 1 ? ((float)o + 0.5f) / scale - 0.5f : 0.0f;
     case 4: return ((float)o + 0.5f) / scale;
     default: return ((float)o + 0.5f) / scale - 0.5f;

@@ -1,6 +1,7 @@
 """A compiled ONNX partition that runs as `.epk` plans: one plan per input-shape signature (and per value of the
-inputs that shape other tensors, if any), lowered on the first run at those shapes and kept for later runs. Providers differ only in how a plan is opened and run; the runtime's
-C core providers reach this class through the `edgepack.plan_compilers` entry point."""
+inputs that shape other tensors, if any), lowered on the first run at those shapes and kept for later runs. Providers
+differ only in how a plan is opened and run; the runtime's C core providers reach this class through the
+`edgepack.plan_compilers` entry point."""
 
 from __future__ import annotations
 

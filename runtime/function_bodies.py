@@ -45,8 +45,8 @@ def _body(node: onnx.NodeProto, opset: int, input_types: Sequence[onnx.TypeProto
 
 def function_nodes(node: onnx.NodeProto, opsets: Mapping[str, int],
                    input_types: Sequence[onnx.TypeProto | None]) -> list[onnx.NodeProto] | None:
-    """The nodes of `node`'s ONNX function body (the newest defined at or below the model's opset), reading and writing the node's own value names;
-    None when onnx defines no body for it (or needs input types that are unknown)."""
+    """The nodes of `node`'s ONNX function body (the newest defined at or below the model's opset), reading and
+    writing the node's own value names; None when onnx defines no body for it (or needs unknown input types)."""
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
     body = _body(node, opsets.get(domain, 1), input_types)
     if body is None:

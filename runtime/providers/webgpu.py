@@ -9,7 +9,7 @@ import onnx
 
 from edgepack.runtime.errors import EdgepackError
 
-from ..capability import PlanCapability, OpClaim, Values
+from ..capability import OpClaim, PlanCapability, Values
 from ..native.op_contract import contract
 from . import CompiledPartition, Options, Provider, register
 from .cpu_claims import Limit, claim_of

@@ -41,7 +41,10 @@ def binary(lw: Lowering, kind: str, a: Value, b: Value, name: str) -> Runtime:
     return out
 
 
-@emitter(*[k for k in BINARY if k != "Mod"], "Mod")
+SHIFTS = {"BitShiftLeft", "BitShiftRight"}
+
+
+@emitter(*[k for k in BINARY if k not in SHIFTS])
 def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     a, b = inputs
     if node.op_type == "Pow" and dtype_of(b) != dtype_of(a):
@@ -53,6 +56,12 @@ def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     if len(inputs) != 2:
         raise unsupported(node, "variadic form")
     return [binary(lw, node.op_type, a, b, node.output[0])]
+
+
+@emitter("BitShift")
+def emit_bit_shift(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    kind = "BitShiftLeft" if attributes(node)["direction"] == "LEFT" else "BitShiftRight"
+    return [binary(lw, kind, inputs[0], inputs[1], node.output[0])]
 
 
 @emitter("Sum", "Mean")
@@ -93,12 +102,18 @@ def unary_params(node: onnx.NodeProto, inputs: list[Any], opset: int) -> tuple[s
         return "Clip", -FLOAT_MAX if low is None else float(low), FLOAT_MAX if high is None else float(high)
     if op == "Gelu":
         return ("GeluTanh" if attrs.get("approximate", "none") == "tanh" else "Gelu"), 0.0, 0.0
-    defaults = {"LeakyRelu": (0.01, 0.0), "HardSigmoid": (0.2, 0.5), "Elu": (1.0, 0.0), "Celu": (1.0, 0.0),
-                "ThresholdedRelu": (1.0, 0.0), "Selu": (1.67326319217681884765625, 1.05070102214813232421875)}
-    a, b = defaults.get(op, (0.0, 0.0))
-    if op == "Selu":
-        return op, attrs.get("alpha", a), attrs.get("gamma", b)
-    return op, attrs.get("alpha", a), attrs.get("beta", b)
+    (a, a_default), (b, b_default) = UNARY_ATTRIBUTES.get(op, (("alpha", 0.0), ("beta", 0.0)))
+    return op, float(attrs.get(a, a_default)), float(attrs.get(b, b_default))
+
+
+UNARY_ATTRIBUTES = {
+    "LeakyRelu": (("alpha", 0.01), ("beta", 0.0)), "HardSigmoid": (("alpha", 0.2), ("beta", 0.5)),
+    "Elu": (("alpha", 1.0), ("beta", 0.0)), "Celu": (("alpha", 1.0), ("beta", 0.0)),
+    "ThresholdedRelu": (("alpha", 1.0), ("beta", 0.0)),
+    "Selu": (("alpha", 1.67326319217681884765625), ("gamma", 1.05070102214813232421875)),
+    "Shrink": (("lambd", 0.5), ("bias", 0.0)), "IsInf": (("detect_positive", 1), ("detect_negative", 1)),
+}
+"""The attributes a unary kind takes as its parameters a and b, with their defaults."""
 
 
 FUSABLE = {"Relu", "Clip", "HardSigmoid", "LeakyRelu", "HardSwish", "Sigmoid"}
@@ -110,7 +125,8 @@ def emit_unary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     source = inputs[0]
     if kind in FUSABLE and _fuse(lw, source, node, kind, a, b):
         return [Runtime(source.index, source.dtype, source.shape)]
-    out = lw.arena(node.output[0], dtype_of(source), shape_of(source))
+    dtype = "bool" if kind in ("IsNaN", "IsInf") else dtype_of(source)
+    out = lw.arena(node.output[0], dtype, shape_of(source))
     lw.emit("Unary", [source], [out], [UNARY[kind], F32(a), F32(b)])
     return [out]
 

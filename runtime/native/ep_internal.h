@@ -119,5 +119,18 @@ float ep_powf(float x, float y);
 float ep_sqrtf(float x);
 float ep_floorf(float x);
 float ep_roundf_even(float x);
+/* Trigonometric and hyperbolic functions and Mish, to about 1 ulp (reduction by pi/2 exact for any float). */
+float ep_sinf(float x);
+float ep_cosf(float x);
+float ep_tanf(float x);
+float ep_asinf(float x);
+float ep_acosf(float x);
+float ep_atanf(float x);
+float ep_sinhf(float x);
+float ep_coshf(float x);
+float ep_asinhf(float x);
+float ep_acoshf(float x);
+float ep_atanhf(float x);
+float ep_mishf(float x);
 
 #endif

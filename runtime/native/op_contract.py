@@ -27,6 +27,8 @@ class Claim:
     dtypes: frozenset[str] | None
     limits: tuple[str, ...]
     gpu: bool | str
+    kinds: tuple[str, ...]
+    """The kinds of the plan op this claim lowers to (its ONNX op names unless given)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ def c_name(name: str) -> str:
 def _claim(entry: dict, sets: dict[str, list[str]]) -> Claim:
     names = entry.get("dtypes")
     dtypes = None if names is None else frozenset(d for name in names for d in sets.get(name, [name]))
-    return Claim(tuple(entry["onnx"]), dtypes, tuple(entry.get("limits", ())), entry.get("gpu", True))
+    return Claim(tuple(entry["onnx"]), dtypes, tuple(entry.get("limits", ())), entry.get("gpu", True),
+                 tuple(entry.get("kinds", entry["onnx"])))
 
 
 @cache
@@ -146,10 +149,10 @@ def write_generated_c(root: Path, kernels: dict[str, str] | None = None) -> None
 
 
 def gpu_kinds(op: PlanOp, kind: str) -> list[int]:
-    """The kinds of `op` the WebGPU kernels run: all but those named by a claim kept off the GPU."""
+    """The kinds of `op` the WebGPU kernels run: those a claim that may go to the GPU lowers to."""
     names = contract().kinds[kind]
-    kept_off = {name for claim in op.claims if claim.gpu is not True for name in claim.onnx}
-    return [i for i, name in enumerate(names) if name not in kept_off]
+    on_gpu = {name for claim in op.claims if claim.gpu is True for name in claim.kinds}
+    return [i for i, name in enumerate(names) if name in on_gpu]
 
 
 def js_module() -> str:

@@ -4,6 +4,8 @@
 
 static int is_compare(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_OR_EQUAL; }
 static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }
+static int is_bitwise(int32_t kind) { return kind >= B_BIT_SHIFT_LEFT && kind <= B_BITWISE_XOR; }
+static int is_integer(int32_t dtype) { return dtype == EP_U8 || dtype == EP_I8 || dtype == EP_I32 || dtype == EP_I64; }
 
 static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
     (void)scratch;
@@ -15,9 +17,10 @@ static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
     if (a->dtype != b->dtype) return ep_fail(error, n, ": inputs of different dtypes");
     int32_t want = (is_compare(kind) || is_logic(kind)) ? EP_BOOL : a->dtype;
     if (y->dtype != want) return ep_fail(error, n, ": wrong output dtype");
-    if (is_logic(kind) ? a->dtype != EP_BOOL
-                       : !(a->dtype == EP_F32 || a->dtype == EP_I32 || a->dtype == EP_I64))
-        return ep_fail(error, n, ": unsupported dtype");
+    int supported = is_logic(kind)     ? a->dtype == EP_BOOL
+                    : is_bitwise(kind) ? is_integer(a->dtype)
+                                       : (a->dtype == EP_F32 || a->dtype == EP_I32 || a->dtype == EP_I64);
+    if (!supported) return ep_fail(error, n, ": unsupported dtype");
     if ((kind == B_POW) && a->dtype != EP_F32) return ep_fail(error, n, ": Pow needs float32");
     if (!ep_broadcasts_to(a, y) || !ep_broadcasts_to(b, y)) return ep_fail(error, n, ": shapes do not broadcast");
     return EP_OK;
@@ -131,6 +134,43 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
 EP_BINARY_INT(binary_i32, int32_t, uint32_t, (-2147483647 - 1))
 EP_BINARY_INT(binary_i64, int64_t, uint64_t, (-9223372036854775807LL - 1))
 
+/* The bitwise kinds on the bits of each integer width, as ONNX BitShift (opset 28) defines the shifts: right shifts
+   of signed values are arithmetic; a shift by a negative amount or by the width or more leaves only the sign fill. */
+#define EP_BITWISE(NAME, U, BITS)                                                                                  \
+    static U NAME##_op(int32_t kind, U a, U b, int is_signed) {                                                     \
+        U fill = (U)(is_signed && (a >> (BITS - 1)) ? ~(U)0 : 0);                                                  \
+        switch (kind) {                                                                                             \
+        case B_BIT_SHIFT_LEFT: return b >= BITS ? 0 : (U)(a << b);                                                  \
+        case B_BIT_SHIFT_RIGHT: return b >= BITS ? fill : (U)(((U)(a ^ fill) >> b) ^ fill);                         \
+        case B_BITWISE_AND: return a & b;                                                                           \
+        case B_BITWISE_OR: return a | b;                                                                            \
+        }                                                                                                           \
+        return a ^ b;                                                                                               \
+    }                                                                                                               \
+    static void NAME##_rows(const ep_node *n, const ep_broadcast *b) {                                              \
+        int32_t kind = n->params[0];                                                                                \
+        int is_signed = n->in[0]->dtype != EP_U8;                                                                   \
+        const U *A = (const U *)n->in[0]->data, *B = (const U *)n->in[1]->data;                                    \
+        U *Y = (U *)n->out[0]->data;                                                                                \
+        ep_row row;                                                                                                 \
+        int64_t counter[EP_MAX_RANK];                                                                               \
+        for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter))                 \
+            for (int64_t i = 0; i < row.length; i++)                                                                \
+                Y[row.out + i] = NAME##_op(kind, A[row.in[0] + i * row.step[0]], B[row.in[1] + i * row.step[1]],    \
+                                           is_signed);                                                              \
+    }
+
+EP_BITWISE(bits8, uint8_t, 8)
+EP_BITWISE(bits32, uint32_t, 32)
+EP_BITWISE(bits64, uint64_t, 64)
+
+static void bitwise_rows(const ep_node *n, const ep_broadcast *b) {
+    size_t size = ep_dtype_size(n->in[0]->dtype);
+    if (size == 1) bits8_rows(n, b);
+    else if (size == 4) bits32_rows(n, b);
+    else bits64_rows(n, b);
+}
+
 static void logic_rows(const ep_node *n, const ep_broadcast *b) {
     int32_t kind = n->params[0];
     const uint8_t *A = (const uint8_t *)n->in[0]->data, *B = (const uint8_t *)n->in[1]->data;
@@ -152,10 +192,25 @@ static ep_status run_binary(const ep_node *n, const ep_context *c) {
     ep_broadcast_plan(&b, n->out[0], inputs, 2);
     int32_t kind = n->params[0];
     if (is_logic(kind)) logic_rows(n, &b);
+    else if (is_bitwise(kind)) bitwise_rows(n, &b);
     else if (n->in[0]->dtype == EP_F32) binary_rows_f32(n, &b);
     else if (n->in[0]->dtype == EP_I32) binary_i32_rows(n, &b);
     else binary_i64_rows(n, &b);
     return EP_OK;
+}
+
+/* The output dtype of a unary kind on an input of `dtype`, or -1 when the kind does not take that dtype. */
+static int32_t unary_output(int32_t kind, int32_t dtype) {
+    switch (kind) {
+    case U_NOT: return dtype == EP_BOOL ? EP_BOOL : -1;
+    case U_IS_NA_N:
+    case U_IS_INF: return dtype == EP_F32 ? EP_BOOL : -1;
+    case U_BITWISE_NOT: return is_integer(dtype) ? dtype : -1;
+    case U_ABS:
+    case U_NEG:
+    case U_SIGN: return (dtype == EP_F32 || dtype == EP_I32 || dtype == EP_I64) ? dtype : -1;
+    }
+    return dtype == EP_F32 ? EP_F32 : -1;
 }
 
 static ep_status check_unary(const ep_node *n, size_t *scratch, char *error) {
@@ -163,11 +218,9 @@ static ep_status check_unary(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= U_KINDS) return ep_fail(error, n, ": bad kind");
-    int32_t kind = n->params[0], dtype = n->in[0]->dtype;
-    int integer = (dtype == EP_I32 || dtype == EP_I64) && (kind == U_ABS || kind == U_NEG || kind == U_SIGN);
-    int32_t want = kind == U_NOT ? EP_BOOL : (integer ? dtype : EP_F32);
-    if (dtype != want || n->out[0]->dtype != want || !ep_same_shape(n->in[0], n->out[0]))
-        return ep_fail(error, n, ": input and output must have one shape and dtype");
+    int32_t want = unary_output(n->params[0], n->in[0]->dtype);
+    if (want < 0 || n->out[0]->dtype != want || !ep_same_shape(n->in[0], n->out[0]))
+        return ep_fail(error, n, ": unsupported dtype, or the output's shape or dtype is wrong");
     return EP_OK;
 }
 
@@ -206,6 +259,19 @@ static float unary_f32(int32_t kind, float x, float a, float b) {
     case U_SOFTSIGN: return x / (1.0f + (x < 0.0f ? -x : x));
     case U_THRESHOLDED_RELU: return x > a ? x : 0.0f;
     case U_ROUND: return ep_roundf_even(x);
+    case U_SIN: return ep_sinf(x);
+    case U_COS: return ep_cosf(x);
+    case U_TAN: return ep_tanf(x);
+    case U_ASIN: return ep_asinf(x);
+    case U_ACOS: return ep_acosf(x);
+    case U_ATAN: return ep_atanf(x);
+    case U_SINH: return ep_sinhf(x);
+    case U_COSH: return ep_coshf(x);
+    case U_ASINH: return ep_asinhf(x);
+    case U_ACOSH: return ep_acoshf(x);
+    case U_ATANH: return ep_atanhf(x);
+    case U_MISH: return ep_mishf(x);
+    case U_SHRINK: return x < -a ? x + b : (x > a ? x - b : 0.0f);
     }
     return x;
 }
@@ -223,14 +289,35 @@ static void run_integer_unary(const ep_node *n, int32_t kind, int64_t count) {
     }
 }
 
+/* Not on bool; IsNaN and IsInf (a: detect positive, b: detect negative) on float32. */
+static void run_to_bool(const ep_node *n, int32_t kind, int64_t count) {
+    uint8_t *y = (uint8_t *)n->out[0]->data;
+    if (kind == U_NOT) {
+        const uint8_t *x = (const uint8_t *)n->in[0]->data;
+        for (int64_t i = 0; i < count; i++) y[i] = !x[i];
+        return;
+    }
+    const float *x = (const float *)n->in[0]->data;
+    int positive = ep_param_f32(n, 1) != 0.0f, negative = ep_param_f32(n, 2) != 0.0f;
+    for (int64_t i = 0; i < count; i++) {
+        float v = x[i];
+        int infinite = v > 3.4028235e38f ? positive : (v < -3.4028235e38f && negative);
+        y[i] = (uint8_t)(kind == U_IS_NA_N ? v != v : infinite);
+    }
+}
+
 static ep_status run_unary(const ep_node *n, const ep_context *c) {
     (void)c;
     int32_t kind = n->params[0];
     int64_t count = n->out[0]->count;
-    if (kind == U_NOT) {
+    if (n->out[0]->dtype == EP_BOOL) {
+        run_to_bool(n, kind, count);
+        return EP_OK;
+    }
+    if (kind == U_BITWISE_NOT) {
         const uint8_t *x = (const uint8_t *)n->in[0]->data;
         uint8_t *y = (uint8_t *)n->out[0]->data;
-        for (int64_t i = 0; i < count; i++) y[i] = !x[i];
+        for (size_t i = 0; i < n->out[0]->bytes; i++) y[i] = (uint8_t)~x[i]; /* bytewise is wordwise */
         return EP_OK;
     }
     if (n->in[0]->dtype == EP_I32 || n->in[0]->dtype == EP_I64) {

@@ -15,7 +15,14 @@ from edgepack.compiler.emitters import EMITTERS
 from edgepack.compiler.lower import LOWERED_IN_PLACE
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.build import NATIVE
-from edgepack.runtime.native.op_contract import c_header, c_name, contract, js_module, write_generated_c
+from edgepack.runtime.native.op_contract import (
+    c_header,
+    c_name,
+    contract,
+    gpu_kinds,
+    js_module,
+    write_generated_c,
+)
 from edgepack.runtime.providers import PROVIDERS
 from edgepack.targets.web.gpu_kernels import KERNEL_FILES
 
@@ -59,7 +66,7 @@ def test_generated_header_compiles_with_the_kernels_and_matches_the_python_table
     header = c_header()
     ids = {name: int(number) for name, number in re.findall(r"EP_OP_(\w+) = (\d+)", header)}
     assert {name: ids[c_name(name)] for name in epk.OPS} == epk.OPS
-    assert re.search(r"enum \{ B_ADD, B_SUB, .* B_MOD, B_KINDS \};", header)
+    assert re.search(r"enum \{ B_ADD, B_SUB, .* B_MOD(, B_\w+)*, B_KINDS \};", header)
     assert list(epk.BINARY) == list(contract().kinds["Binary"])
     write_generated_c(tmp_path)
     registry = (tmp_path / "kernels" / "registry.c").read_text()
@@ -105,6 +112,11 @@ def test_webgpu_claims_follow_the_contract() -> None:
               for name in claim.onnx}
     weight_chains = {name for claim, _ in contract().claims() if claim.gpu == "constants" for name in claim.onnx}
     assert gpu == on_gpu | weight_chains
+    binary, unary = (contract().kinds[k] for k in ("Binary", "Unary"))
+    binary_on_gpu = [binary[i] for i in gpu_kinds(contract().op("Binary"), "Binary")]
+    unary_on_gpu = {unary[i] for i in gpu_kinds(contract().op("Unary"), "Unary")}
+    assert binary_on_gpu == ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"]
+    assert {"Relu", "Gelu", "GeluTanh", "Clip"} <= unary_on_gpu and not {"Not", "Sin", "IsNaN"} & unary_on_gpu
 
 
 def test_epk_md_refers_to_the_contract_and_keeps_no_op_table() -> None:

@@ -61,21 +61,21 @@ def test_a_plan_is_lowered_once_per_build(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def unsupported_chain(folder: Path) -> onnx.ModelProto:
-    """Hardmax, then a CumSum that reads it (never reached by the lowering), then a Relu the core has."""
+    """Hardmax, then an LpNormalization that reads it (never reached by the lowering), then a Relu the core has."""
     return onnx.load(unsupported_ops_model(folder / "unsupported.onnx"))
 
 
 def test_missing_kernels_are_a_node_list(tmp_path: Path) -> None:
     with pytest.raises(MissingKernels) as caught:
         lower_to_plan(unsupported_chain(tmp_path))
-    assert caught.value.nodes == ["Hardmax (pick_max)", "CumSum (running_total)"]
+    assert caught.value.nodes == ["Hardmax (pick_max)", "LpNormalization (unit_length)"]
 
 
 def test_plan_errors_name_the_product_and_each_missing_op(tmp_path: Path) -> None:
     with pytest.raises(EdgepackError) as caught:
         plan_of(unsupported_chain(tmp_path), "the C library")
-    assert caught.value.what.startswith("the C library cannot be built: the C core has no kernel for CumSum, Hardmax")
-    assert "2 node(s): Hardmax (pick_max), CumSum (running_total)" in caught.value.what
+    assert caught.value.what.startswith("the C library cannot be built: the C core has no kernel for Hardmax, LpNormalization")
+    assert "2 node(s): Hardmax (pick_max), LpNormalization (unit_length)" in caught.value.what
 
 
 def test_the_partitioners_coreml_check_is_the_stage_conversion(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -74,7 +74,8 @@ def test_missing_kernels_are_a_node_list(tmp_path: Path) -> None:
 def test_plan_errors_name_the_product_and_each_missing_op(tmp_path: Path) -> None:
     with pytest.raises(EdgepackError) as caught:
         plan_of(unsupported_chain(tmp_path), "the C library")
-    assert caught.value.what.startswith("the C library cannot be built: the C core has no kernel for Hardmax, LpNormalization")
+    assert caught.value.what.startswith(
+        "the C library cannot be built: the C core has no kernel for Hardmax, LpNormalization")
     assert "2 node(s): Hardmax (pick_max), LpNormalization (unit_length)" in caught.value.what
 
 

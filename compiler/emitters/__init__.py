@@ -69,4 +69,4 @@ def shape_of(value: Value) -> tuple[int, ...]:
 # the reshape family: outputs share their input's buffer
 
 
-from . import index_ops, nn_ops, tensor_ops  # noqa: E402,F401  (registration)
+from . import composite_ops, index_ops, nn_ops, tensor_ops  # noqa: E402,F401  (registration)

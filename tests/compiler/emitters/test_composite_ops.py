@@ -1,0 +1,43 @@
+"""LpNormalization and Hardmax, each lowered as a few plan ops, on the cpu core against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from edgepack.runtime.providers import PROVIDERS
+from tests.oracle import run_onnxruntime
+
+
+def single(op: str, shape: list[int], opset: int, **attributes: object) -> onnx.ModelProto:
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attributes)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def compare(model: onnx.ModelProto, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"], run_onnxruntime(model, {"x": x})["y"]
+
+
+@pytest.mark.parametrize(("p", "axis"), [(2, -1), (2, 0), (1, 1)])
+def test_lp_normalization(p: int, axis: int) -> None:
+    x = np.random.default_rng(p + axis).standard_normal((3, 4, 5)).astype(np.float32)
+    actual, expected = compare(single("LpNormalization", [3, 4, 5], 17, p=p, axis=axis), x)
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_lp_normalization_of_a_zero_vector_is_zero() -> None:
+    x = np.zeros((2, 3), np.float32)
+    x[1] = [3, 0, 4]
+    actual = PROVIDERS["cpu"].compile(single("LpNormalization", [2, 3], 17), {}).run({"x": x})["y"]
+    np.testing.assert_allclose(actual, [[0, 0, 0], [0.6, 0, 0.8]], rtol=1e-6)
+
+
+@pytest.mark.parametrize(("opset", "axis"), [(13, -1), (13, 1), (11, 1), (11, 0)])
+def test_hardmax_marks_the_first_maximum(opset: int, axis: int) -> None:
+    x = np.random.default_rng(opset + axis % 3).integers(0, 4, (2, 3, 4)).astype(np.float32)  # ties: the first one wins
+    actual, expected = compare(single("Hardmax", [2, 3, 4], opset, axis=axis), x)
+    np.testing.assert_array_equal(actual, expected)

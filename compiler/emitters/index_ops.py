@@ -1,5 +1,5 @@
 """Emitters of indexed reads and writes (GatherElements, GatherND, ScatterElements, Scatter, ScatterND) and of ops
-that fill an output from a pattern of their input (Trilu, CumSum, Tile, OneHot)."""
+that fill an output from a pattern of their input (Trilu, CumSum, Tile, OneHot), and TopK."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 
 from ..values import attributes
-from . import constant, emitter, shape_of, unsupported
+from . import constant, dtype_of, emitter, shape_of, unsupported
 
 if TYPE_CHECKING:
     from ..lower import Lowering
@@ -103,3 +103,21 @@ def emit_one_hot(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[
     axis = attributes(node).get("axis", -1) % len(out.shape)
     lw.emit("OneHot", [indices, values], [out], [axis, depth])
     return [out]
+
+
+@emitter("TopK")
+def emit_top_k(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """TopK: k (a constant input, or opset 1's attribute) and the normalized axis as parameters; always sorted."""
+    if dtype_of(inputs[0]) not in ("float32", "int32", "int64"):
+        raise unsupported(node, "float32, int32 or int64 only")
+    attrs = attributes(node)
+    k = constant(node, inputs[1] if len(inputs) > 1 else None, "k")
+    k = int(attrs.get("k", -1)) if k is None else int(k.reshape(-1)[0])
+    shape = shape_of(inputs[0])
+    axis = int(attrs.get("axis", -1)) % len(shape)
+    if not 0 <= k <= shape[axis]:
+        raise unsupported(node, f"k {k} is outside [0, {shape[axis]}]")
+    values, indices = lw.outputs(node, inputs)
+    params = [axis, k, int(attrs.get("largest", 1)), int(attrs.get("sorted", 1))]
+    lw.emit("TopK", inputs[:1], [values, indices], params, scratch=k * 8)
+    return [values, indices]

@@ -26,15 +26,6 @@ def reduction(node: onnx.NodeProto) -> int:
     return REDUCTIONS[name]
 
 
-@emitter("GatherElements")
-def emit_gather_elements(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    """GatherElements: the axis normalized."""
-    out, = lw.outputs(node, inputs)
-    axis = attributes(node).get("axis", 0) % len(shape_of(inputs[0]))
-    lw.emit("GatherElements", inputs, [out], [axis])
-    return [out]
-
-
 @emitter("GatherND")
 def emit_gather_nd(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     """GatherND: batch_dims as its parameter."""

@@ -227,11 +227,12 @@ def emit_slice(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     return [out]
 
 
-@emitter("Gather")
+@emitter("Gather", "GatherElements")
 def emit_gather(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """Gather and GatherElements: the plan op of the same name, with the axis normalized."""
     out, = lw.outputs(node, inputs)
     axis = attributes(node).get("axis", 0) % len(shape_of(inputs[0]))
-    lw.emit("Gather", inputs, [out], [axis])
+    lw.emit(node.op_type, inputs, [out], [axis])
     return [out]
 
 

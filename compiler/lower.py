@@ -187,14 +187,13 @@ class Lowering:
             results.append((onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name, tuple(dims)))
         return results
 
-    def raise_if_inputs_shape(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> bool:
+    def raise_if_inputs_shape(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> None:
         """NeedsValues when model inputs (small ones, past the data input) could give the node's output shapes."""
         first = 0 if node.op_type in SHAPE_FIRST else 1
         names = [self.model_inputs[v.index] for v in inputs[first:]
                  if isinstance(v, Runtime) and v.index in self.model_inputs and np.prod(v.shape) <= MAX_VALUE_ELEMENTS]
         if names:
             raise NeedsValues(names, node)
-        return False
 
     def outputs(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> list[Runtime]:
         return [self.arena(name, dtype, shape) for name, (dtype, shape) in zip(node.output, self.infer(node, inputs))]
@@ -235,16 +234,21 @@ class Lowering:
             values = [_shape_value(node, inputs[0].shape)]
         elif node.domain in ("", "ai.onnx") and node.op_type in EMITTERS:
             values = self.emit_or_expand(node, inputs, scope)
-        elif node.op_type in SHAPE_FIRST and self.raise_if_inputs_shape(node, inputs):
-            values = []
-        elif (body := self.function_body(node, inputs)) is not None:
-            values = self.lower_body(node, body, scope)
         else:
-            self.missing.append(node_label(node))
-            values = [MISSING] * len(node.output)
+            values = self.lower_without_emitter(node, inputs, scope)
         for name, value in zip(node.output, values):
             if name:
                 scope[name] = value
+
+    def lower_without_emitter(self, node: onnx.NodeProto, inputs: list[Any], scope: Scope) -> list[Any]:
+        """A node no emitter covers: through its ONNX function body, or reported as missing."""
+        if node.op_type in SHAPE_FIRST:
+            self.raise_if_inputs_shape(node, inputs)
+        body = self.function_body(node, inputs)
+        if body is not None:
+            return self.lower_body(node, body, scope)
+        self.missing.append(node_label(node))
+        return [MISSING] * len(node.output)
 
     def emit_or_expand(self, node: onnx.NodeProto, inputs: list[Any], scope: Scope) -> list[Any]:
         """The node through its emitter, or through its ONNX function body where the core's claims refuse the node

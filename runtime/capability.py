@@ -17,6 +17,12 @@ def domain_of(name: str) -> str:
     return "" if name in ("", "ai.onnx") else name
 
 
+def op_label(node: onnx.NodeProto) -> str:
+    """`OpType`, or `domain.OpType` outside the default domain."""
+    domain = domain_of(node.domain)
+    return f"{domain + '.' if domain else ''}{node.op_type}"
+
+
 @dataclass(frozen=True)
 class OpClaim:
     """One op a provider claims. `limit` returns why a node is out of reach (an attribute or an input it cannot
@@ -99,7 +105,7 @@ class Capability:
         """Why the node's own claim (op, opset, dtypes, limits; not its subgraphs) does not hold, or None."""
         domain = domain_of(node.domain)
         claim = self.claims.get((domain, node.op_type))
-        label = f"{domain + '.' if domain else ''}{node.op_type}"
+        label = op_label(node)
         if claim is None:
             return f"{label} is not supported"
         opset = opsets.get(domain, 0)
@@ -123,12 +129,11 @@ class Capability:
         reason = self.claim_refusal(node, opsets, values)
         if reason:
             return reason
-        label = f"{domain_of(node.domain) + '.' if domain_of(node.domain) else ''}{node.op_type}"
         for attr in node.attribute:
             for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
                 reason = self.graph_refusal(body, opsets, graph_values(body, values))
                 if reason:
-                    return f"{label} body {body.name or attr.name!r}: {reason}"
+                    return f"{op_label(node)} body {body.name or attr.name!r}: {reason}"
         return None
 
     def graph_refusal(self, graph: onnx.GraphProto, opsets: Mapping[str, int], values: Values) -> str | None:

@@ -12,21 +12,26 @@ import onnx.inliner
 FUNCTION_DOMAIN = "edgepack.function"
 
 
-def defines_body(node: onnx.NodeProto, opsets: Mapping[str, int]) -> bool:
-    """Whether onnx defines a function body for `node`'s op (cheap: no body is built)."""
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), node.domain)
-    except onnx.defs.SchemaError:
-        return False
-    return schema.has_function or schema.has_context_dependent_function
+def _opset(node: onnx.NodeProto, opsets: Mapping[str, int]) -> int:
+    """The model's opset of the node's domain."""
+    return opsets.get("" if node.domain in ("", "ai.onnx") else node.domain, 1)
 
 
-def _body(node: onnx.NodeProto, opset: int, input_types: Sequence[onnx.TypeProto | None]) -> onnx.FunctionProto | None:
+def _schema(node: onnx.NodeProto, opset: int) -> onnx.defs.OpSchema | None:
     try:
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+        return onnx.defs.get_schema(node.op_type, opset, node.domain)
     except onnx.defs.SchemaError:
         return None
+
+
+def defines_body(node: onnx.NodeProto, opsets: Mapping[str, int]) -> bool:
+    """Whether onnx defines a function body for `node`'s op (cheap: no body is built)."""
+    schema = _schema(node, _opset(node, opsets))
+    return schema is not None and (schema.has_function or schema.has_context_dependent_function)
+
+
+def _body(node: onnx.NodeProto, schema: onnx.defs.OpSchema, opset: int, input_types: Sequence[onnx.TypeProto | None]
+          ) -> onnx.FunctionProto | None:
     data = None
     fixed = [v for v in schema.function_opset_versions if v <= opset] if schema.has_function else []
     built = [v for v in schema.context_dependent_function_opset_versions if v <= opset] \
@@ -47,15 +52,16 @@ def function_nodes(node: onnx.NodeProto, opsets: Mapping[str, int],
                    input_types: Sequence[onnx.TypeProto | None]) -> list[onnx.NodeProto] | None:
     """The nodes of `node`'s ONNX function body (the newest defined at or below the model's opset), reading and
     writing the node's own value names; None when onnx defines no body for it (or needs unknown input types)."""
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
-    body = _body(node, opsets.get(domain, 1), input_types)
+    opset = _opset(node, opsets)
+    schema = _schema(node, opset)
+    body = _body(node, schema, opset, input_types) if schema is not None else None
     if body is None:
         return None
     body.domain, body.name = FUNCTION_DOMAIN, f"{node.op_type}_body"
     call = onnx.NodeProto()
     call.CopyFrom(node)
     call.domain, call.op_type = FUNCTION_DOMAIN, body.name
-    call.attribute.extend(_defaults(node, opsets.get(domain, 1)))
+    call.attribute.extend(_defaults(node, schema))
     names = [name for name in [*node.input, *node.output] if name]
     graph = onnx.helper.make_graph([call], "call", [onnx.helper.make_value_info(n, onnx.TypeProto()) for n in
                                                     dict.fromkeys(i for i in node.input if i)],
@@ -69,10 +75,9 @@ def function_nodes(node: onnx.NodeProto, opsets: Mapping[str, int],
     return [_renamed(n, set(names), prefix) for n in inlined]
 
 
-def _defaults(node: onnx.NodeProto, opset: int) -> list[onnx.AttributeProto]:
+def _defaults(node: onnx.NodeProto, schema: onnx.defs.OpSchema) -> list[onnx.AttributeProto]:
     """The schema's default values of the attributes `node` leaves out (a body refers to them by name)."""
     given = {attr.name for attr in node.attribute}
-    schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
     return [attr.default_value for name, attr in schema.attributes.items()
             if name not in given and attr.default_value.name]
 

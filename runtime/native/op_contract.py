@@ -141,11 +141,17 @@ def c_registry(kernels: dict[str, str] | None = None) -> str:
             "}\n")
 
 
-def write_generated_c(root: Path, kernels: dict[str, str] | None = None) -> None:
-    """Writes ops.h and kernels/registry.c under `root` (a copy of the core's source tree or a build folder)."""
-    (root / "kernels").mkdir(parents=True, exist_ok=True)
-    (root / "ops.h").write_text(c_header())
-    (root / "kernels" / "registry.c").write_text(c_registry(kernels))
+def generated_c(kernels: dict[str, str] | None = None) -> dict[str, str]:
+    """The core's files made from the contract, by path under the core's root: ops.h and kernels/registry.c (with
+    every kernel, or only `kernels`)."""
+    return {"ops.h": c_header(), "kernels/registry.c": c_registry(kernels)}
+
+
+def write_generated_c(root: Path) -> None:
+    """Writes the generated files with every kernel under `root` (a build folder holding a copy of the sources)."""
+    for relative, text in generated_c().items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
 
 
 def gpu_kinds(op: PlanOp, kind: str) -> list[int]:

@@ -1,7 +1,7 @@
 """The ops the `cpu` provider claims (read from the op contract, ops.toml), with the element types and limits its
-lowering and kernels cover. Shapes are
-fixed when a plan is lowered, so inputs that shape an output (Reshape's shape, Slice's starts, Pad's pads, ...)
-must be constants; the conformance suite checks every claim."""
+lowering and kernels cover. Shapes are fixed when a plan is lowered, so inputs that shape an output (Reshape's shape,
+Slice's starts, Pad's pads, ...) must be known then: constants, values computed from shapes, or model inputs (a plan
+per value); the conformance suite checks every claim."""
 
 from __future__ import annotations
 

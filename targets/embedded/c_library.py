@@ -9,6 +9,7 @@ from typing import Any
 
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.epk import OPS, Plan, write
+from edgepack.runtime.native.op_contract import generated_c
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_file
 from . import c_api, core_sources
@@ -88,9 +89,11 @@ def _write_core(staging: Path, selection: core_sources.CoreSelection) -> list[st
         write_file(target, (core_sources.NATIVE / relative).read_text())
         if relative.suffix == ".c":
             sources.append(f"src/{relative.as_posix()}")
-    for relative, text in core_sources.generated_files(selection.kernels).items():
+    for relative, text in generated_c(selection.kernels).items():
         write_file(staging / "src" / relative, text)
-    return [*sources, "src/kernels/registry.c"]
+        if relative.endswith(".c"):
+            sources.append(f"src/{relative}")
+    return sources
 
 
 def _write_build_files(staging: Path, name: str, sources: list[str]) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgepack.runtime.native.build import NATIVE
-from edgepack.runtime.native.op_contract import c_header, c_registry, contract
+from edgepack.runtime.native.op_contract import contract
 
 KERNELS = NATIVE / "kernels"
 KERNEL_DEFINITION = re.compile(r"^const ep_kernel (ep_kernel_\w+)\s*=", re.MULTILINE)
@@ -72,9 +72,3 @@ def select(op_ids: Iterable[int]) -> CoreSelection:
     needed = with_dependencies([*base, *(files[symbol] for symbol in kernels.values())])
     root = NATIVE.resolve()
     return CoreSelection(sorted(p.relative_to(root) for p in needed), kernels)
-
-
-def generated_files(kernels: dict[str, str]) -> dict[str, str]:
-    """The files a shipped core gets from the op contract: ops.h and a kernel registry holding only `kernels` (the
-    loader then refuses any other op id with EP_ERR_OP)."""
-    return {"ops.h": c_header(), "kernels/registry.c": c_registry(kernels)}

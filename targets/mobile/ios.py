@@ -13,6 +13,7 @@ import numpy as np
 
 from edgepack.runtime.bundle_format import describe_values, real_inputs
 from edgepack.runtime.native.epk import OPS, write
+from edgepack.runtime.native.op_contract import generated_c
 
 from .. import BundleInput, register, write_file
 from ..embedded import core_sources
@@ -111,7 +112,7 @@ def _write_core(folder: Path, selection: core_sources.CoreSelection) -> None:
     headers), with the kernel registry trimmed to the plans' ops."""
     for relative in selection.files:
         write_file(folder / relative, (core_sources.NATIVE / relative).read_text())
-    for relative, text in core_sources.generated_files(selection.kernels).items():
+    for relative, text in generated_c(selection.kernels).items():
         write_file(folder / relative, text)
 
 

@@ -69,4 +69,5 @@ def shape_of(value: Value) -> tuple[int, ...]:
 # the reshape family: outputs share their input's buffer
 
 
-from . import composite_ops, index_ops, nn_ops, tensor_ops  # noqa: E402,F401  (registration)
+from . import (composite_ops, detection_ops, index_ops, nn_ops, pool_ops, quant_ops, recurrent_ops,  # noqa: E402,F401
+               sampling_ops, signal_ops, tensor_ops)  # (registration)

@@ -29,6 +29,8 @@ class Claim:
     gpu: bool | str
     kinds: tuple[str, ...]
     """The kinds of the plan op this claim lowers to (its ONNX op names unless given)."""
+    gpu_limits: tuple[str, ...] = ()
+    """Limits that hold only on WebGPU, whose WGSL kernel covers less than the C kernel."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def _claim(entry: dict, sets: dict[str, list[str]]) -> Claim:
     names = entry.get("dtypes")
     dtypes = None if names is None else frozenset(d for name in names for d in sets.get(name, [name]))
     return Claim(tuple(entry["onnx"]), dtypes, tuple(entry.get("limits", ())), entry.get("gpu", True),
-                 tuple(entry.get("kinds", entry["onnx"])))
+                 tuple(entry.get("kinds", entry["onnx"])), tuple(entry.get("gpu_limits", ())))
 
 
 @cache
@@ -89,7 +91,7 @@ def contract() -> Contract:
     table = tomllib.loads(CONTRACT.read_text())
     sets = table["dtype_sets"]
     ops = []
-    for position, entry in enumerate(table["ops"]):
+    for position, entry in enumerate(sorted(table["ops"], key=lambda e: e["id"])):
         if entry["id"] != position:
             raise ValueError(f"ops.toml: op {entry['name']!r} has id {entry['id']}, expected {position}")
         slots = entry.get("weight_slots")

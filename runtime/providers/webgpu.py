@@ -12,7 +12,7 @@ from edgepack.runtime.errors import EdgepackError
 from ..capability import OpClaim, PlanCapability, Values
 from ..native.op_contract import contract
 from . import CompiledPartition, Options, Provider, register
-from .cpu_claims import Limit, claim_of
+from .cpu_claims import Limit, claim_of, every, limit_named
 from .wasm import compile_partition, load_plan, missing
 
 HEAVY_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
@@ -50,7 +50,8 @@ def _claims() -> list[OpClaim]:
         for onnx_op in claim.onnx:
             cpu = claim_of(onnx_op, claim)
             if claim.gpu is True and gpu_op:
-                claims.append(OpClaim(onnx_op, cpu.domain, cpu.opsets, cpu.dtypes, float_data(cpu.limit)))
+                limit = every(*(limit_named(name) for name in claim.gpu_limits), *([cpu.limit] if cpu.limit else []))
+                claims.append(OpClaim(onnx_op, cpu.domain, cpu.opsets, cpu.dtypes, float_data(limit)))
             elif claim.gpu == "constants":
                 claims.append(OpClaim(onnx_op, cpu.domain, cpu.opsets, cpu.dtypes, on_constants(cpu.limit)))
     return claims

@@ -17,6 +17,7 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.function_bodies import defines_body, function_nodes
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
+from edgepack.runtime.native.op_contract import contract
 
 from .arena import plan_arena
 from .emitters import EMITTERS, NotConstant
@@ -36,6 +37,9 @@ from .values import (
 
 LOWERED_IN_PLACE = ("If", "Shape", "Size")
 """Ops the lowering handles itself rather than through an emitter."""
+VIA_FLOAT32 = contract().via_float32
+NARROWED = {"float64", "float16", "bfloat16"}
+"""The float dtypes `via_float32` ops take through float32 copies."""
 
 
 def node_label(node: onnx.NodeProto) -> str:
@@ -98,15 +102,14 @@ class Lowering:
         self.tensors.append(Tensor(name, dtype, tuple(int(d) for d in shape)))
         return Runtime(len(self.tensors) - 1, dtype, tuple(int(d) for d in shape))
 
-    def tensor(self, value: Value | Quantized, name: str = "", weight_only: bool = False) -> int:
-        """The plan tensor of `value`; a constant becomes a weight (once per array). `weight_only`: a quantized
-        weight slot or its scales, which may hold int4 and float16."""
+    def tensor(self, value: Value | Quantized, name: str = "") -> int:
+        """The plan tensor of `value`; a constant becomes a weight (once per array)."""
         if isinstance(value, Runtime):
             return value.index
         array = value.values if isinstance(value, Quantized) else np.asarray(value)
         key = id(value)
         if key not in self.weights or self.weights[key][1] is not value:
-            if array.dtype.name not in epk.DTYPES and not (weight_only and array.dtype.name in epk.WEIGHT_ONLY):
+            if array.dtype.name not in epk.DTYPES:
                 raise EdgepackError(f"constant {name!r} has dtype {array.dtype.name}, which the cpu core does not hold",
                                     where=name, fix="cast it in the model")
             self.tensors.append(Tensor(name or f"weight{len(self.weights)}", array.dtype.name, array.shape, WEIGHT,
@@ -116,14 +119,14 @@ class Lowering:
 
     def emit(self, kind: str, inputs: Sequence[Value | Quantized | None], outputs: Sequence[Runtime],
              params: Sequence[Any] = (), scratch: int = 0) -> None:
-        values, params, scratch, weight_only = self.weight_slots(kind, list(inputs), list(params), scratch)
-        indices = [None if v is None else self.tensor(v, weight_only=k in weight_only) for k, v in enumerate(values)]
+        values, params, scratch = self.weight_slots(kind, list(inputs), list(params), scratch)
+        indices = [None if v is None else self.tensor(v) for v in values]
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
         self.scratch = max(self.scratch, scratch)
 
     @staticmethod
     def weight_slots(kind: str, inputs: list[Any], params: list[Any], scratch: int
-                     ) -> tuple[list[Any], list[Any], int, set[int]]:
+                     ) -> tuple[list[Any], list[Any], int]:
         """Quantized float32 weights in the op's weight slots stay quantized: the op gets its own inputs, one scale
         input and (axis, block) per slot, and scratch to dequantize into. Any other quantized input becomes floats."""
         own, slots = SLOTS.get(kind, (0, []))
@@ -131,14 +134,14 @@ class Lowering:
                 if k < len(inputs) and isinstance(inputs[k], Quantized) and inputs[k].dtype == "float32"]
         inputs = [np.asarray(v) if isinstance(v, Quantized) and k not in keep else v for k, v in enumerate(inputs)]
         if not keep:
-            return inputs, params, scratch, set()
+            return inputs, params, scratch
         inputs += [None] * (own - len(inputs))
         for k in slots:
             value = inputs[k] if k in keep else None
             inputs.append(value.scale if value else None)  # None for float16 weights, which have no scale
             params += [value.axis, value.block] if value else [0, 0]
             scratch += scratch_bytes(value) if value else 0
-        return inputs, params, scratch, {*keep, *range(own, own + len(slots))}
+        return inputs, params, scratch
 
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
         """A reshape of `source` that shares its buffer."""
@@ -170,7 +173,7 @@ class Lowering:
                 array = np.asarray(value)
                 dtype, shape = array.dtype.name, array.shape
                 data[name] = numpy_helper.from_array(array, name)
-            elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+            elem = epk.DTYPES.get(dtype) or onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
             types[name] = onnx.helper.make_tensor_type_proto(elem, list(shape))
         inferred = onnx.shape_inference.infer_node_outputs(
             schema, node, types, data, opset_imports=list(self.model.opset_import))
@@ -257,11 +260,41 @@ class Lowering:
                 (body := self.function_body(node, inputs)) is not None:
             return self.lower_body(node, body, scope)
         try:
+            if node.op_type in VIA_FLOAT32 and any(_dtype(v).name in NARROWED for v in inputs if v is not None):
+                return self.in_float32(node, inputs)
             return EMITTERS[node.op_type](self, node, inputs)
         except NotConstant as error:
             if error.value.index in self.model_inputs:
                 raise NeedsValues([self.model_inputs[error.value.index]], node) from error
             raise
+
+    def in_float32(self, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+        """The node lowered on float32 copies of its float64, float16 and bfloat16 inputs, with its outputs cast back
+        (ops whose claims say `via_float32`: their kernels take float32 only), at float32's precision."""
+        narrowed = []
+        for k, value in enumerate(inputs):
+            if value is not None and _dtype(value).name in NARROWED:
+                if isinstance(value, Runtime):
+                    copy = self.arena(f"{node.output[0]}/input{k}/float32", "float32", value.shape)
+                    self.emit("Cast", [value], [copy])
+                    value = copy
+                else:
+                    value = np.asarray(value).astype(np.float32)
+            narrowed.append(value)
+        inner = onnx.NodeProto()
+        inner.CopyFrom(node)
+        inner.output[:] = [f"{name}/float32" if name else name for name in node.output]
+        results = EMITTERS[node.op_type](self, inner, narrowed)
+        outputs = []
+        for name, (dtype, _), value in zip(node.output, self.infer(node, inputs), results):
+            if _dtype(value).name == dtype:
+                outputs.append(value)
+            elif isinstance(value, Runtime):
+                outputs.append(self.arena(name, dtype, value.shape))
+                self.emit("Cast", [value], [outputs[-1]])
+            else:
+                outputs.append(np.asarray(value).astype(epk.numpy_dtype(dtype)))
+        return outputs
 
     def claim_refusal(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> str | None:
         """What the core's claims (ops.toml) say against this node at these values, or None."""
@@ -363,7 +396,7 @@ class Lowering:
 
 
 def _dtype(value: Value | Quantized) -> np.dtype:
-    return np.dtype(value.dtype) if isinstance(value, (Runtime, Quantized)) else np.asarray(value).dtype
+    return epk.numpy_dtype(value.dtype) if isinstance(value, (Runtime, Quantized)) else np.asarray(value).dtype
 
 
 def _shape(value: Value | Quantized) -> tuple[int, ...]:

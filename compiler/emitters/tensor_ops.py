@@ -42,16 +42,17 @@ def binary(lw: Lowering, kind: str, a: Value, b: Value, name: str) -> Runtime:
 
 
 SHIFTS = {"BitShiftLeft", "BitShiftRight"}
+FLOATS = {"float32", "float64", "float16", "bfloat16"}
 
 
 @emitter(*[k for k in BINARY if k not in SHIFTS])
 def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     a, b = inputs
-    if node.op_type == "Pow" and dtype_of(b) != dtype_of(a):
-        b = constant(node, b, "exponent").astype(dtype_of(a))
+    if node.op_type == "Pow" and dtype_of(b) != dtype_of(a) and not isinstance(b, Runtime):
+        b = np.asarray(b).astype(dtype_of(a))
     if node.op_type == "Mod":
         fmod = attributes(node).get("fmod", 0)
-        if (dtype_of(a) == "float32") != bool(fmod):
+        if (dtype_of(a) in FLOATS) != bool(fmod):
             raise unsupported(node, "fmod must be 1 for floats and 0 for integers")
     if len(inputs) != 2:
         raise unsupported(node, "variadic form")
@@ -165,8 +166,9 @@ def emit_expand(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
 
 @emitter("Cast", "CastLike")
 def emit_cast(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """Cast; the kernel saturates float8 unless the node says `saturate = 0`, the one parameter it then gets."""
     out, = lw.outputs(node, inputs)
-    lw.emit("Cast", inputs[:1], [out])
+    lw.emit("Cast", inputs[:1], [out], [0] if attributes(node).get("saturate", 1) == 0 else [])
     return [out]
 
 

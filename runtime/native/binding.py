@@ -11,7 +11,7 @@ import numpy as np
 from edgepack.runtime.errors import EdgepackError
 
 from .build import shared_library
-from .epk import DTYPES
+from .epk import DTYPES, SUB_BYTE, from_plan_bytes, numpy_dtype, plan_bytes
 
 MAX_RANK = 8
 MEMORY_ALIGN = 64
@@ -59,6 +59,23 @@ class NativeError(EdgepackError):
                          fix="re-lower the model; if the plan came from edgepack, report it")
 
 
+class Port:
+    """A model input or output of an open plan: its bytes in the session's memory."""
+
+    def __init__(self, name: str, dtype: str, shape: tuple[int, ...], raw: np.ndarray) -> None:
+        self.name, self.dtype, self.shape, self.raw = name, dtype, shape, raw
+        self.view = None if dtype in SUB_BYTE else raw.view(numpy_dtype(dtype)).reshape(shape)
+
+    def write(self, value: np.ndarray) -> None:
+        if self.view is None:
+            self.raw[:] = np.frombuffer(plan_bytes(value, self.dtype), np.uint8)
+        else:
+            self.view[...] = value
+
+    def read(self) -> np.ndarray:
+        return from_plan_bytes(self.raw, self.dtype, self.shape) if self.view is None else self.view.copy()
+
+
 class NativeSession:
     """A plan opened in memory this object owns; `run(feeds)` writes inputs, runs and copies outputs out."""
 
@@ -81,21 +98,19 @@ class NativeSession:
         self.inputs = [self._info(self.lib.ep_input, i) for i in range(self.lib.ep_input_count(handle))]
         self.outputs = [self._info(self.lib.ep_output, i) for i in range(self.lib.ep_output_count(handle))]
 
-    def _info(self, getter: object, index: int) -> tuple[str, np.ndarray]:
+    def _info(self, getter: object, index: int) -> Port:
         info = TensorInfo()
         getter(self.handle, index, ctypes.byref(info))  # type: ignore[operator]
         name = ctypes.string_at(info.name, info.name_len).decode() if info.name_len else ""
-        dtype = np.dtype(NUMPY_DTYPES[info.dtype])
-        shape = tuple(info.dims[:info.rank])
         offset = info.data - self.memory.ctypes.data
-        view = self.memory[offset:offset + info.bytes].view(dtype).reshape(shape)
-        return name, view
+        return Port(name, NUMPY_DTYPES[info.dtype], tuple(info.dims[:info.rank]),
+                    self.memory[offset:offset + info.bytes])
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        for name, view in self.inputs:
-            view[...] = feeds[name]
+        for port in self.inputs:
+            port.write(feeds[port.name])
         status = self.lib.ep_run(self.handle)
         if status:
             message = self.lib.ep_error(self.handle).decode(errors="replace")
             raise NativeError(status, message, "running the plan failed")
-        return {name: view.copy() for name, view in self.outputs}
+        return {port.name: port.read() for port in self.outputs}

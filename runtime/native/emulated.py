@@ -1,5 +1,6 @@
 """Runs plans with an `ep_run` that lives outside this process (the ARM64 build under qemu-aarch64 for `neon`, the
-wasm32 build in node for `wasm`): inputs and outputs go through .npy files in a temporary folder."""
+wasm32 build in node for `wasm`): inputs and outputs go through .npy files in a temporary folder, as their plan bytes
+(1-D uint8) for the dtypes numpy has no code for."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import numpy as np
 
 from edgepack.runtime.errors import EdgepackError
 
-from .epk import port_names
+from .epk import PortInfo, from_plan_bytes, plan_bytes, ports
+
+NPY_CODES = {"float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "bool", "float16", "float64", "uint32",
+             "uint64"}
+"""The dtypes .npy files spell (cli/npy.c and wasm/ep_run.mjs read and write the same)."""
 
 
 class EmulatedSession:
@@ -23,21 +28,28 @@ class EmulatedSession:
         self.plan_path = Path(self.folder.name) / "plan.epk"
         self.plan_path.write_bytes(plan)
         self.command = command
-        self.input_names, self.output_names = port_names(plan)
+        self.inputs, self.outputs = ports(plan)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with tempfile.TemporaryDirectory(dir=self.folder.name) as run_folder:
             folder = Path(run_folder)
             inputs = []
-            for index, name in enumerate(self.input_names):
+            for index, port in enumerate(self.inputs):
                 inputs.append(folder / f"in{index}.npy")
-                np.save(inputs[-1], np.ascontiguousarray(feeds[name]))
+                value = feeds[port.name]
+                np.save(inputs[-1], np.ascontiguousarray(value) if port.dtype in NPY_CODES else
+                        np.frombuffer(plan_bytes(value, port.dtype), np.uint8))
             proc = subprocess.run([*self.command, str(self.plan_path), str(folder), *map(str, inputs)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise EdgepackError(f"the runtime core failed: {proc.stderr.strip()[:1000]}",
                                     where=" ".join(self.command), fix="check the emulator and the cross build")
-            return {name: np.load(folder / f"{i}.npy") for i, name in enumerate(self.output_names)}
+            return {port.name: self._read(folder / f"{i}.npy", port) for i, port in enumerate(self.outputs)}
+
+    @staticmethod
+    def _read(path: Path, port: PortInfo) -> np.ndarray:
+        array = np.load(path)
+        return array if port.dtype in NPY_CODES else from_plan_bytes(array, port.dtype, port.shape)
 
 
 def qemu() -> str | None:

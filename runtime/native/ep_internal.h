@@ -62,7 +62,10 @@ typedef struct ep_kernel {
 #include "ops.h"
 
 const ep_kernel *ep_kernel_for(uint32_t op_id);
-/* Whether input `input` of the node is a quantized weight or its scales (the only reads of weight-only dtypes). */
+/* Whether the op's kernel checks every dtype itself (ops.toml's `any_dtype`); other kernels see only the core's
+   dtypes (ep_core_dtype), but for quantized weights and their scales (ep_weight_only_read). */
+int ep_kernel_takes_any_dtype(uint32_t op_id);
+int ep_core_dtype(int32_t dtype);
 int ep_weight_only_read(const ep_node *node, uint32_t input);
 
 struct ep_session {
@@ -82,7 +85,17 @@ struct ep_session {
 
 /* Shared helpers (util.c). */
 void ep_message(char *error, const char *a, const char *b, int64_t number);
-size_t ep_dtype_size(int32_t dtype);
+int ep_dtype_bits(int32_t dtype); /* 0: not a dtype the core holds */
+size_t ep_dtype_size(int32_t dtype); /* bytes per element; 0 for sub-byte dtypes and unknown ones */
+size_t ep_tensor_bytes(int32_t dtype, int64_t count);
+int ep_dtype_is_float(int32_t dtype);
+int ep_dtype_is_signed(int32_t dtype);
+/* Element i of any dtype as a double, and written from one (ONNX Cast's rounding; `saturate` for float8). */
+double ep_load_real(const void *data, int32_t dtype, int64_t i);
+void ep_store_real(void *data, int32_t dtype, int64_t i, double v, int saturate);
+/* Element i of an integer or bool dtype as 64 bits (signed ones sign-extended), and written from its low bits. */
+uint64_t ep_load_int(const void *data, int32_t dtype, int64_t i);
+void ep_store_int(void *data, int32_t dtype, int64_t i, uint64_t v);
 float ep_param_f32(const ep_node *node, uint32_t index);
 int ep_same_shape(const ep_tensor *a, const ep_tensor *b);
 ep_status ep_expect(const ep_node *node, uint32_t min_in, uint32_t max_in, uint32_t n_out, char *error);

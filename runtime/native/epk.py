@@ -6,6 +6,7 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
+import onnx
 
 from .op_contract import contract
 
@@ -25,9 +26,9 @@ _CONTRACT = contract()
 OPS = {op.name: op.id for op in _CONTRACT.ops}
 """Op ids of the plan format (ops.toml)."""
 DTYPES = dict(_CONTRACT.dtypes)
-"""numpy dtype names to the plan's dtype codes (ONNX TensorProto numbers)."""
-WEIGHT_ONLY = dict(_CONTRACT.weight_only_dtypes)
-"""Dtypes only quantized weights and their scales have (weights, never arena tensors); int4 packs two a byte."""
+"""numpy (and ml_dtypes) dtype names to the plan's dtype codes (ONNX TensorProto numbers)."""
+SUB_BYTE = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
+"""Bits per element of the dtypes the plan packs, the first element in the lowest bits of a byte."""
 BINARY = {name: i for i, name in enumerate(_CONTRACT.kinds["Binary"])}
 UNARY = {name: i for i, name in enumerate(_CONTRACT.kinds["Unary"])}
 ACTIVATIONS = {name: i for i, name in enumerate(_CONTRACT.kinds["Activation"])}
@@ -50,7 +51,8 @@ class Tensor:
     @property
     def nbytes(self) -> int:
         count = int(np.prod(self.shape, dtype=np.int64))
-        return (count + 1) // 2 if self.dtype == "int4" else count * np.dtype(self.dtype).itemsize
+        bits = SUB_BYTE.get(self.dtype)
+        return (count * bits + 7) // 8 if bits else count * numpy_dtype(self.dtype).itemsize
 
 
 @dataclass
@@ -75,13 +77,37 @@ def _align(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a plan dtype name (ml_dtypes' for bfloat16, float8, float4, int4 and int2)."""
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(DTYPES[name]))
+
+
+def plan_bytes(array: np.ndarray, dtype: str) -> bytes:
+    """Values as the plan holds them: packed for sub-byte dtypes (whose numpy codes sit in a byte each)."""
+    bits = SUB_BYTE.get(dtype)
+    if bits is None:
+        return np.ascontiguousarray(array, dtype=numpy_dtype(dtype)).tobytes()
+    per_byte = 8 // bits
+    codes = np.asarray(array).astype(numpy_dtype(dtype)).reshape(-1).view(np.uint8) & ((1 << bits) - 1)
+    codes = np.append(codes, np.zeros(-len(codes) % per_byte, np.uint8)).reshape(-1, per_byte)
+    return np.bitwise_or.reduce(codes << (np.arange(per_byte, dtype=np.uint8) * bits), axis=1).astype(np.uint8).tobytes()
+
+
+def from_plan_bytes(data: bytes | np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The array a plan's bytes hold (the inverse of `plan_bytes`)."""
+    raw = np.frombuffer(bytes(data), np.uint8)
+    bits = SUB_BYTE.get(dtype)
+    if bits is None:
+        return raw.view(numpy_dtype(dtype)).reshape(shape).copy()
+    count = int(np.prod(shape, dtype=np.int64))
+    shifts = np.arange(8 // bits, dtype=np.uint8) * bits
+    codes = ((raw[:, None] >> shifts) & ((1 << bits) - 1)).reshape(-1)[:count].astype(np.uint8)
+    return codes.view(numpy_dtype(dtype)).reshape(shape)
+
+
 def weight_bytes(tensor: Tensor) -> bytes:
-    """A weight's data as the plan stores it: int4 two a byte, the first in the low nibble."""
-    if tensor.dtype == "int4":
-        nibbles = np.asarray(tensor.data).astype(np.int8).reshape(-1).view(np.uint8) & 0xF
-        nibbles = np.append(nibbles, np.zeros(len(nibbles) % 2, np.uint8))
-        return (nibbles[0::2] | nibbles[1::2] << 4).astype(np.uint8).tobytes()
-    return np.ascontiguousarray(tensor.data, dtype=tensor.dtype).tobytes()
+    """A weight's data as the plan stores it."""
+    return plan_bytes(tensor.data, tensor.dtype)
 
 
 def _param_words(params: list[int | float]) -> bytes:
@@ -103,7 +129,7 @@ def write(plan: Plan) -> bytes:
             tensor.offset = len(weights)
             weights += weight_bytes(tensor)
         dims = list(tensor.shape) + [0] * (MAX_RANK - len(tensor.shape))
-        code = DTYPES.get(tensor.dtype) or WEIGHT_ONLY[tensor.dtype]
+        code = DTYPES[tensor.dtype]
         tensor_records += struct.pack("<BBBBIII8I", code, len(tensor.shape), tensor.location, 0,
                                       name_offset, len(name), tensor.offset, *dims)
     io, params, op_records = [], bytearray(), bytearray()
@@ -132,15 +158,27 @@ def write(plan: Plan) -> bytes:
     return bytes(out)
 
 
-def port_names(data: bytes) -> tuple[list[str], list[str]]:
-    """The names of a plan's inputs and outputs, in order (enough to feed and read a plan file without its
-    model); the C loader checks the rest when the plan is opened."""
+@dataclass(frozen=True)
+class PortInfo:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def ports(data: bytes) -> tuple[list[PortInfo], list[PortInfo]]:
+    """A plan's inputs and outputs, in order (enough to feed and read a plan file without its model); the C loader
+    checks the rest when the plan is opened."""
     if len(data) < HEADER_BYTES or data[:4] != MAGIC:
         raise ValueError("not an .epk plan")
     words = struct.unpack_from("<21I", data, 0)
     tensors_at, n_inputs, n_outputs, ports_at, names_at = words[5], words[10], words[11], words[12], words[15]
-    names = []
+    codes = {code: name for name, code in DTYPES.items()}
+    found = []
     for index in struct.unpack_from(f"<{n_inputs + n_outputs}I", data, ports_at):
-        name_offset, name_length = struct.unpack_from("<II", data, tensors_at + index * TENSOR_RECORD_BYTES + 4)
-        names.append(data[names_at + name_offset:names_at + name_offset + name_length].decode())
-    return names[:n_inputs], names[n_inputs:]
+        record = tensors_at + index * TENSOR_RECORD_BYTES
+        code, rank = data[record], data[record + 1]
+        name_offset, name_length = struct.unpack_from("<II", data, record + 4)
+        dims = struct.unpack_from(f"<{rank}I", data, record + 16)
+        found.append(PortInfo(data[names_at + name_offset:names_at + name_offset + name_length].decode(),
+                              codes.get(code, "unknown"), tuple(dims)))
+    return found[:n_inputs], found[n_inputs:]

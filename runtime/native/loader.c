@@ -113,9 +113,7 @@ static ep_status read_tensor(ep_session *s, const ep_header *h, uint32_t index) 
     t->dtype = r[0];
     t->rank = r[1];
     t->location = r[2];
-    int weight_only = t->dtype == EP_F16 || t->dtype == EP_I4;
-    size_t element = weight_only ? (t->dtype == EP_F16 ? 2 : 1) : ep_dtype_size(t->dtype);
-    if (!element) {
+    if (!ep_dtype_bits(t->dtype)) {
         ep_message(s->error, "unsupported dtype in tensor", "", index);
         return EP_ERR_TENSOR;
     }
@@ -141,11 +139,7 @@ static ep_status read_tensor(ep_session *s, const ep_header *h, uint32_t index) 
         count *= dim;
     }
     t->count = count;
-    t->bytes = t->dtype == EP_I4 ? (size_t)(count + 1) / 2 : (size_t)count * element;
-    if (weight_only && t->location != EP_LOCATION_WEIGHT) {
-        ep_message(s->error, "a float16 or int4 tensor outside the weights:", "", index);
-        return EP_ERR_TENSOR;
-    }
+    t->bytes = ep_tensor_bytes(t->dtype, count);
     uint32_t name_offset = read_u32(r + 4), name_len = read_u32(r + 8), offset = read_u32(r + 12);
     if (!section_fits(name_offset, name_len, h->names_bytes)) {
         ep_message(s->error, "name past the names section in tensor", "", index);
@@ -153,7 +147,7 @@ static ep_status read_tensor(ep_session *s, const ep_header *h, uint32_t index) 
     }
     t->name = (const char *)s->plan + h->names_offset + name_offset;
     t->name_len = name_len;
-    if (offset % element) {
+    if (ep_dtype_size(t->dtype) && offset % ep_dtype_size(t->dtype)) {
         ep_message(s->error, "misaligned data offset in tensor", "", index);
         return EP_ERR_BOUNDS;
     }
@@ -213,11 +207,12 @@ static ep_status read_op(ep_session *s, const ep_header *h, uint32_t index, ep_t
         }
         ep_tensor *tensor = &s->tensors[t];
         io[io_first + k] = tensor;
+        if (!ep_core_dtype(tensor->dtype) && !ep_kernel_takes_any_dtype(n->id) &&
+            !(k < n->n_in && ep_weight_only_read(n, k) && tensor->location == EP_LOCATION_WEIGHT)) {
+            ep_message(s->error, "a tensor of a dtype its kernel does not take, in op", "", index);
+            return EP_ERR_TENSOR;
+        }
         if (k < n->n_in) {
-            if ((tensor->dtype == EP_F16 || tensor->dtype == EP_I4) && !ep_weight_only_read(n, k)) {
-                ep_message(s->error, "a float16 or int4 tensor read outside a quantized weight slot in op", "", index);
-                return EP_ERR_TENSOR;
-            }
             if (tensor->last_use < index + 1) tensor->last_use = index + 1;
         } else {
             if (tensor->location != EP_LOCATION_ARENA) {

@@ -31,6 +31,8 @@ class Claim:
     """The kinds of the plan op this claim lowers to (its ONNX op names unless given)."""
     gpu_limits: tuple[str, ...] = ()
     """Limits that hold only on WebGPU, whose WGSL kernel covers less than the C kernel."""
+    via_float32: bool = False
+    """Its kernel takes float32 only: float64, float16 and bfloat16 values are cast to float32 and back around it."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class PlanOp:
     wgsl: tuple[str, ...]
     claims: tuple[Claim, ...]
     weight_slots: WeightSlots | None
+    any_dtype: bool = False
+    """Its kernel checks every dtype itself; others see only the core dtypes (`[dtypes] core`)."""
 
     @property
     def c_name(self) -> str:
@@ -59,7 +63,8 @@ class PlanOp:
 @dataclass(frozen=True)
 class Contract:
     dtypes: dict[str, int]
-    weight_only_dtypes: dict[str, int]
+    core_dtypes: frozenset[str]
+    """The dtypes every kernel takes (the `held` set); others only ops marked `any_dtype` read or write."""
     kinds: dict[str, tuple[str, ...]]
     kind_prefixes: dict[str, str]
     ops: tuple[PlanOp, ...]
@@ -67,6 +72,11 @@ class Contract:
 
     def op(self, name: str) -> PlanOp:
         return next(op for op in self.ops if op.name == name)
+
+    @property
+    def via_float32(self) -> frozenset[str]:
+        """The ONNX ops whose claims take wider floats through float32 (`via_float32`)."""
+        return frozenset(name for claim, _ in self.claims() if claim.via_float32 for name in claim.onnx)
 
     def claims(self) -> list[tuple[Claim, PlanOp | None]]:
         """Every claim with the plan op it lowers to (None: folded or turned into weights by the lowering)."""
@@ -78,11 +88,17 @@ def c_name(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
 
 
+def expand(names: list[str], sets: dict[str, list[str]]) -> frozenset[str]:
+    """Dtype names, with the names of [dtype_sets] (which may name other sets) replaced by their members."""
+    return frozenset(d for name in names for d in (expand(sets[name], sets) if name in sets else [name]))
+
+
 def _claim(entry: dict, sets: dict[str, list[str]]) -> Claim:
     names = entry.get("dtypes")
-    dtypes = None if names is None else frozenset(d for name in names for d in sets.get(name, [name]))
+    dtypes = None if names is None else expand(names, sets)
     return Claim(tuple(entry["onnx"]), dtypes, tuple(entry.get("limits", ())), entry.get("gpu", True),
-                 tuple(entry.get("kinds", entry["onnx"])), tuple(entry.get("gpu_limits", ())))
+                 tuple(entry.get("kinds", entry["onnx"])), tuple(entry.get("gpu_limits", ())),
+                 entry.get("via_float32", False))
 
 
 @cache
@@ -98,9 +114,9 @@ def contract() -> Contract:
         ops.append(PlanOp(entry["id"], entry["name"], entry["kernel"], entry["params"], entry.get("gpu", False),
                           tuple(entry.get("wgsl", ())), tuple(_claim(c, sets) for c in entry.get("claims", ())),
                           WeightSlots(slots["own_inputs"], slots["own_params"], tuple(slots["slots"]))
-                          if slots else None))
+                          if slots else None, entry.get("any_dtype", False)))
     lowered = tuple(_claim(c, sets) for entry in table.get("lowered", ()) for c in entry["claims"])
-    return Contract(table["dtypes"], table["weight_only_dtypes"],
+    return Contract(table["dtypes"], expand(["held"], sets),
                     {kind: tuple(v["names"]) for kind, v in table["kinds"].items()},
                     {kind: v["c_prefix"] for kind, v in table["kinds"].items()}, tuple(ops), lowered)
 
@@ -132,6 +148,8 @@ def c_registry(kernels: dict[str, str] | None = None) -> str:
     chosen = kernels if kernels is not None else {op.c_name: op.kernel for op in contract().ops}
     symbols = ", ".join(dict.fromkeys(chosen.values()))
     entries = "\n".join(f"        [EP_OP_{name}] = &{symbol}," for name, symbol in chosen.items())
+    any_dtype = [op.c_name for op in contract().ops if op.any_dtype and op.c_name in chosen]
+    flags = "\n".join(f"        [EP_OP_{name}] = 1," for name in any_dtype) or "        0,"
     return ("/* Generated from ops.toml by op_contract.py: the one table from op id to kernel. */\n"
             '#include "../ep_internal.h"\n\n'
             f"extern const ep_kernel {symbols};\n\n"
@@ -140,6 +158,12 @@ def c_registry(kernels: dict[str, str] | None = None) -> str:
             f"{entries}\n"
             "    };\n"
             "    return op_id < EP_OP_COUNT ? table[op_id] : 0;\n"
+            "}\n\n"
+            "int ep_kernel_takes_any_dtype(uint32_t op_id) {\n"
+            "    static const unsigned char flags[EP_OP_COUNT] = {\n"
+            f"{flags}\n"
+            "    };\n"
+            "    return op_id < EP_OP_COUNT && flags[op_id];\n"
             "}\n")
 
 
@@ -166,7 +190,7 @@ def gpu_kinds(op: PlanOp, kind: str) -> list[int]:
 def js_module() -> str:
     """ops.js: what the web runtime reads of the contract."""
     c = contract()
-    dtypes = {code: name for name, code in {**c.dtypes, **c.weight_only_dtypes}.items()}
+    dtypes = {code: name for name, code in c.dtypes.items()}
     op_files = {op.name: list(op.wgsl) for op in c.ops if op.gpu}
     kinds = {kind: gpu_kinds(c.op(kind), kind) for kind in ("Binary", "Unary")}
     slots = {op.name: [op.weight_slots.own_inputs, op.weight_slots.own_params] for op in c.ops

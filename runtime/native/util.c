@@ -1,4 +1,4 @@
-/* Helpers shared by the loader and the kernels: messages, dtype sizes, parameter access, memory copies. */
+/* Helpers shared by the loader and the kernels: messages, parameter access, memory copies. */
 #include "ep_internal.h"
 
 static size_t append(char *error, size_t at, const char *text) {
@@ -30,15 +30,6 @@ ep_status ep_fail(char *error, const ep_node *node, const char *what) {
     const ep_kernel *kernel = ep_kernel_for(node->id);
     ep_message(error, kernel ? kernel->name : "op", what, -1);
     return EP_ERR_OP;
-}
-
-size_t ep_dtype_size(int32_t dtype) {
-    switch (dtype) {
-    case EP_F32: case EP_I32: return 4;
-    case EP_I64: return 8;
-    case EP_U8: case EP_I8: case EP_BOOL: return 1;
-    default: return 0;
-    }
 }
 
 float ep_param_f32(const ep_node *node, uint32_t index) {

@@ -19,6 +19,8 @@ INDEX = frozenset({"int32", "int64"})
 NUMBERS = frozenset({"float32", "int32", "int64"})
 HELD = frozenset({"float32", "int32", "int64", "int8", "uint8", "bool"})
 QUANTIZED = frozenset({"int8", "int4"})
+WIDE_FLOATS = frozenset({"float32", "float64", "float16", "bfloat16"})
+WIDE_NUMBERS = WIDE_FLOATS | {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
 SCALES = frozenset({"float32", "float16"})
 
 
@@ -69,7 +71,7 @@ def every(*limits: Limit) -> Limit:
 
 
 def mod_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    is_float = values.types.get(node.input[0]) == "float32"
+    is_float = values.types.get(node.input[0]) in WIDE_FLOATS
     return None if is_float == bool(attribute(node, "fmod", 0)) else "fmod must be 1 for floats, 0 for integers"
 
 
@@ -103,19 +105,11 @@ def resize_limit(node: onnx.NodeProto, values: Values) -> str | None:
     return None
 
 
-def half_on_constants(node: onnx.NodeProto, values: Values) -> str | None:
-    """float16 only as a quantized weight on its way to float32 (int4 scales): the data input is a constant."""
-    if "float16" in {values.types.get(name) for name in [*node.input, *node.output] if name} and \
-            node.input[0] not in values.constants:
-        return "float16 only on constants (quantized weights)"
-    return None
-
-
 LIMITS: dict[str, Limit] = {
     "single_output": single_output, "spatial_1d_2d": spatial_1d_2d, "mod_limit": mod_limit,
     "training_off": training_off, "lstm_limit": lstm_limit, "resize_limit": resize_limit,
-    "half_on_constants": half_on_constants, "first_input_f32": input_types({0: F32}),
-    "numeric_operands": input_types({0: NUMBERS, 1: NUMBERS}), "index_indices": input_types({1: INDEX}),
+    "first_input_f32": input_types({0: F32}), "first_input_float": input_types({0: WIDE_FLOATS}),
+    "numeric_operands": input_types({0: WIDE_NUMBERS, 1: WIDE_NUMBERS}), "index_indices": input_types({1: INDEX}),
     "dequantize_types": input_types({0: QUANTIZED, 1: SCALES}),
 }
 """The limits ops.toml names; `constants:1,2` is made by `constants(1, 2)`, `weights:1,2` by `weights(1, 2)`."""

@@ -73,7 +73,8 @@ static int load_inputs(ep_session *session, char **input_paths, npy_array *array
             fprintf(stderr, "ep_run: %s\n", error);
             return 2;
         }
-        if (arrays[i].dtype != info.dtype || arrays[i].bytes != info.bytes) {
+        int raw = !npy_has_code(info.dtype) && arrays[i].dtype == EP_U8 && arrays[i].rank == 1;
+        if ((arrays[i].dtype != info.dtype && !raw) || arrays[i].bytes != info.bytes) {
             fprintf(stderr, "ep_run: input %zu has the wrong dtype or size\n", i);
             return 2;
         }

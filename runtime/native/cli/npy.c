@@ -1,4 +1,5 @@
-/* .npy reading and writing for ep_run: version 1-3 headers, the dtypes the core holds. */
+/* .npy reading and writing for ep_run: version 1-3 headers. Dtypes numpy has no code for (bfloat16, float8 and the
+   packed sub-byte ones) travel as their plan bytes: a 1-D '|u1' array. */
 #include "npy.h"
 
 #include <stdio.h>
@@ -9,8 +10,15 @@
 
 static const struct { const char *descr; int32_t dtype; size_t size; } KINDS[] = {
     {"<f4", EP_F32, 4}, {"|u1", EP_U8, 1}, {"|i1", EP_I8, 1}, {"<i4", EP_I32, 4}, {"<i8", EP_I64, 8},
-    {"|b1", EP_BOOL, 1},
+    {"|b1", EP_BOOL, 1}, {"<f8", EP_F64, 8}, {"<f2", EP_F16, 2}, {"<i2", EP_I16, 2}, {"<u2", EP_U16, 2},
+    {"<u4", EP_U32, 4}, {"<u8", EP_U64, 8},
 };
+
+int npy_has_code(int32_t dtype) {
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (KINDS[i].dtype == dtype) return 1;
+    return 0;
+}
 
 static int fail(char *error, const char *what, const char *path) {
     snprintf(error, 256, "%s: %s", path, what);
@@ -80,10 +88,14 @@ int npy_read(const char *path, npy_array *array, char *error) {
 }
 
 int npy_write(const char *path, int32_t dtype, int32_t rank, const int64_t *dims, const void *data, size_t bytes) {
-    const char *descr = 0;
+    const char *descr = "|u1";
+    int64_t raw_dims[1] = {(int64_t)bytes};
+    if (!npy_has_code(dtype)) {
+        rank = 1;
+        dims = raw_dims;
+    }
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
         if (KINDS[i].dtype == dtype) descr = KINDS[i].descr;
-    if (!descr) return 1;
     char header[512];
     int at = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int32_t i = 0; i < rank; i++) at += snprintf(header + at, sizeof header - (size_t)at, "%lld,%s",

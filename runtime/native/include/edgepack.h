@@ -20,9 +20,11 @@ typedef enum ep_status {
     EP_ERR_RUNTIME = 7     /* a data-dependent error while running (an index out of range) */
 } ep_status;
 
+/* ONNX's TensorProto element types; sub-byte types are packed, the first element in the lowest bits. */
 typedef enum ep_dtype {
-    EP_F32 = 1, EP_U8 = 2, EP_I8 = 3, EP_I32 = 6, EP_I64 = 7, EP_BOOL = 9,
-    EP_F16 = 10, EP_I4 = 22 /* weight-only: the scales and packed values of quantized weights */
+    EP_F32 = 1, EP_U8 = 2, EP_I8 = 3, EP_U16 = 4, EP_I16 = 5, EP_I32 = 6, EP_I64 = 7, EP_BOOL = 9, EP_F16 = 10,
+    EP_F64 = 11, EP_U32 = 12, EP_U64 = 13, EP_BF16 = 16, EP_F8E4M3FN = 17, EP_F8E4M3FNUZ = 18, EP_F8E5M2 = 19,
+    EP_F8E5M2FNUZ = 20, EP_U4 = 21, EP_I4 = 22, EP_F4E2M1 = 23, EP_F8E8M0 = 24, EP_U2 = 25, EP_I2 = 26
 } ep_dtype;
 
 #define EP_MAX_RANK 8

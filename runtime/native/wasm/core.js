@@ -5,7 +5,11 @@
 const ALIGN = 64;
 const INFO_BYTES = 88; // ep_tensor_info on wasm32: name, name_len, dtype, rank, dims[8] (int64), bytes, data
 const RESULT_BYTES = 16; // the out-words ep_required_bytes and ep_open write, before the info record
-export const ARRAYS = { 1: Float32Array, 2: Uint8Array, 3: Int8Array, 6: Int32Array, 7: BigInt64Array, 9: Uint8Array };
+// Typed arrays of each dtype; float16, bfloat16, float8 and the packed sub-byte dtypes read as their raw codes.
+export const ARRAYS = { 1: Float32Array, 2: Uint8Array, 3: Int8Array, 4: Uint16Array, 5: Int16Array, 6: Int32Array,
+                        7: BigInt64Array, 9: Uint8Array, 10: Uint16Array, 11: Float64Array, 12: Uint32Array,
+                        13: BigUint64Array, 16: Uint16Array, 17: Uint8Array, 18: Uint8Array, 19: Uint8Array,
+                        20: Uint8Array, 21: Uint8Array, 22: Uint8Array, 23: Uint8Array, 25: Uint8Array, 26: Uint8Array };
 
 const align = (value) => Math.ceil(value / ALIGN) * ALIGN;
 

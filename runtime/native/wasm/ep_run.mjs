@@ -4,7 +4,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 
 import { openPlan } from "./core.js";
 
-const DTYPES = { 1: ["<f4", 4], 2: ["|u1", 1], 3: ["|i1", 1], 6: ["<i4", 4], 7: ["<i8", 8], 9: ["|b1", 1] };
+// numpy's codes of the dtypes it has; the others (bfloat16, float8, packed sub-byte) travel as raw bytes, 1-D '|u1'.
+const NPY_CODES = { 1: "<f4", 2: "|u1", 3: "|i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "|b1", 10: "<f2", 11: "<f8",
+                    12: "<u4", 13: "<u8" };
 
 function readNpy(path) {
   const file = readFileSync(path);
@@ -40,7 +42,7 @@ if (inputPaths.length !== plan.inputs.length) fail(2, "wrong number of inputs");
 inputPaths.forEach((path, index) => {
   const tensor = plan.inputs[index];
   const { descr, data } = readNpy(path);
-  if (descr !== DTYPES[tensor.dtype][0] || data.length !== tensor.bytes) fail(2, `input ${index} does not fit`);
+  if (descr !== (NPY_CODES[tensor.dtype] ?? "|u1") || data.length !== tensor.bytes) fail(2, `input ${index} does not fit`);
   plan.bytes(tensor).set(data);
 });
 try {
@@ -49,5 +51,6 @@ try {
   fail(4, error.message);
 }
 plan.outputs.forEach((tensor, index) => {
-  writeNpy(`${outDir}/${index}.npy`, DTYPES[tensor.dtype][0], tensor.dims, plan.bytes(tensor).slice());
+  const code = NPY_CODES[tensor.dtype];
+  writeNpy(`${outDir}/${index}.npy`, code ?? "|u1", code ? tensor.dims : [tensor.bytes], plan.bytes(tensor).slice());
 });

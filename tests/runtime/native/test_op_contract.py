@@ -86,7 +86,7 @@ def test_js_module_agrees_with_the_contract_and_no_js_file_keeps_its_own_copy(tm
                                      check=True).stdout)
     assert seen["OPS"] == list(epk.OPS)
     assert {int(code): name for code, name in seen["DTYPE_NAMES"].items()} == \
-        {code: name for name, code in {**epk.DTYPES, **epk.WEIGHT_ONLY}.items()}
+        {code: name for name, code in epk.DTYPES.items()}
     assert {op: (["common.wgsl", *files] if files else []) for op, files in seen["OP_FILES"].items()} == \
         {op: list(files) for op, files in KERNEL_FILES.items()}
     assert all((WEB_RUNTIME / "kernels" / file).is_file() for files in KERNEL_FILES.values() for file in files)
@@ -123,3 +123,14 @@ def test_epk_md_refers_to_the_contract_and_keeps_no_op_table() -> None:
     text = (NATIVE / "EPK.md").read_text()
     assert "ops.toml" in text
     assert not re.search(r"^\| *\d+ *\| *(Copy|Binary|Conv) *\|", text, re.MULTILINE)
+
+
+def test_the_c_dtype_enum_and_core_dtypes_agree_with_the_contract() -> None:
+    """edgepack.h's ep_dtype codes are the contract's [dtypes]; ep_core_dtype (dtype.c) accepts the `held` set."""
+    enum = (NATIVE / "include" / "edgepack.h").read_text()
+    codes = {int(code) for code in re.findall(r"\bEP_\w+ = (\d+)", enum.split("typedef enum ep_dtype")[1].split("}")[0])}
+    assert codes == set(epk.DTYPES.values())
+    body = (NATIVE / "dtype.c").read_text().split("int ep_core_dtype")[1].split("}")[0]
+    names = {name: code for name, code in re.findall(r"\b(EP_\w+) = (\d+)", enum)}
+    assert {int(names[name]) for name in re.findall(r"\bEP_\w+", body)} == \
+        {epk.DTYPES[name] for name in contract().core_dtypes}

@@ -1,0 +1,166 @@
+/* Unary elementwise kinds: activations and math on float32 (and, computed in float32, on float64, float16 and
+   bfloat16), Abs/Neg/Sign and BitwiseNot on integers, Not on bool, IsNaN and IsInf. */
+#include "wide.h"
+
+/* The output dtype of a unary kind on an input of `dtype`, or -1 when the kind does not take that dtype. */
+static int32_t unary_output(int32_t kind, int32_t dtype) {
+    int real = ep_wide_real(dtype), integer = ep_wide_integer(dtype);
+    switch (kind) {
+    case U_NOT: return dtype == EP_BOOL ? EP_BOOL : -1;
+    case U_IS_NA_N:
+    case U_IS_INF: return real ? EP_BOOL : -1;
+    case U_BITWISE_NOT: return integer ? dtype : -1;
+    case U_ABS:
+    case U_NEG:
+    case U_SIGN: return real || integer ? dtype : -1;
+    }
+    return real ? dtype : -1;
+}
+
+static ep_status check_unary(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= U_KINDS) return ep_fail(error, n, ": bad kind");
+    int32_t want = unary_output(n->params[0], n->in[0]->dtype);
+    if (want < 0 || n->out[0]->dtype != want || !ep_same_shape(n->in[0], n->out[0]))
+        return ep_fail(error, n, ": unsupported dtype, or the output's shape or dtype is wrong");
+    return EP_OK;
+}
+
+static float unary_f32(int32_t kind, float x, float a, float b) {
+    switch (kind) {
+    case U_RELU: return x > 0.0f ? x : (x != x ? x : 0.0f);
+    case U_SIGMOID: return ep_sigmoidf(x);
+    case U_TANH: return ep_tanhf(x);
+    case U_EXP: return ep_expf(x);
+    case U_LOG: return ep_logf(x);
+    case U_SQRT: return ep_sqrtf(x);
+    case U_ERF: return ep_erff(x);
+    case U_ABS: return x < 0.0f ? -x : x;
+    case U_NEG: return -x;
+    case U_RECIPROCAL: return 1.0f / x;
+    case U_CLIP: return x < a ? a : (x > b ? b : x);
+    case U_LEAKY_RELU: return x < 0.0f ? a * x : x;
+    case U_HARD_SIGMOID: {
+        float v = a * x + b;
+        return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+    }
+    case U_HARD_SWISH: {
+        float v = x / 6.0f + 0.5f;
+        return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+    }
+    case U_GELU: return 0.5f * x * (1.0f + ep_erff(x * 0.70710678118654752f));
+    case U_GELU_TANH:
+        return 0.5f * x * (1.0f + ep_tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case U_FLOOR: return ep_floorf(x);
+    case U_CEIL: return -ep_floorf(-x);
+    case U_ELU: return x < 0.0f ? a * (ep_expf(x) - 1.0f) : x;
+    case U_SOFTPLUS: return x > 20.0f ? x : ep_logf(1.0f + ep_expf(x));
+    case U_SIGN: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
+    case U_SELU: return x > 0.0f ? b * x : b * (a * ep_expf(x) - a);
+    case U_CELU: return x > 0.0f ? x : a * (ep_expf(x / a) - 1.0f);
+    case U_SOFTSIGN: return x / (1.0f + (x < 0.0f ? -x : x));
+    case U_THRESHOLDED_RELU: return x > a ? x : 0.0f;
+    case U_ROUND: return ep_roundf_even(x);
+    case U_SIN: return ep_sinf(x);
+    case U_COS: return ep_cosf(x);
+    case U_TAN: return ep_tanf(x);
+    case U_ASIN: return ep_asinf(x);
+    case U_ACOS: return ep_acosf(x);
+    case U_ATAN: return ep_atanf(x);
+    case U_SINH: return ep_sinhf(x);
+    case U_COSH: return ep_coshf(x);
+    case U_ASINH: return ep_asinhf(x);
+    case U_ACOSH: return ep_acoshf(x);
+    case U_ATANH: return ep_atanhf(x);
+    case U_MISH: return ep_mishf(x);
+    case U_SHRINK: return x < -a ? x + b : (x > a ? x - b : 0.0f);
+    }
+    return x;
+}
+
+/* Abs, Neg and Sign on integers, wrapping like two's complement (the negation of the minimum is itself). */
+static void run_integer_unary(const ep_node *n, int32_t kind, int64_t count) {
+    int32_t dtype = n->in[0]->dtype;
+    int is_signed = ep_dtype_is_signed(dtype);
+    for (int64_t i = 0; i < count; i++) {
+        uint64_t v = ep_load_int(n->in[0]->data, dtype, i);
+        int negative = is_signed && (int64_t)v < 0;
+        uint64_t r = kind == U_SIGN ? (uint64_t)(v != 0 && !negative) - (uint64_t)negative
+                                    : (kind == U_NEG || negative) ? 0u - v : v;
+        ep_store_int(n->out[0]->data, dtype, i, r);
+    }
+}
+
+/* Not on bool; IsNaN and IsInf (a: detect positive, b: detect negative) on floats. */
+static void run_to_bool(const ep_node *n, int32_t kind, int64_t count) {
+    uint8_t *y = (uint8_t *)n->out[0]->data;
+    if (kind == U_NOT) {
+        const uint8_t *x = (const uint8_t *)n->in[0]->data;
+        for (int64_t i = 0; i < count; i++) y[i] = !x[i];
+        return;
+    }
+    int positive = ep_param_f32(n, 1) != 0.0f, negative = ep_param_f32(n, 2) != 0.0f;
+    for (int64_t i = 0; i < count; i++) {
+        double v = ep_load_real(n->in[0]->data, n->in[0]->dtype, i);
+        int infinite = v > 1.7976931348623157e308 ? positive : (v < -1.7976931348623157e308 && negative);
+        y[i] = (uint8_t)(kind == U_IS_NA_N ? v != v : infinite);
+    }
+}
+
+/* The float kinds on float64, float16 and bfloat16: computed in float32, rounded once to the dtype. */
+static void run_real_unary(const ep_node *n, int32_t kind, int64_t count) {
+    int32_t dtype = n->in[0]->dtype;
+    float a = ep_param_f32(n, 1), b = ep_param_f32(n, 2);
+    for (int64_t i = 0; i < count; i++) {
+        float x = (float)ep_load_real(n->in[0]->data, dtype, i);
+        ep_store_real(n->out[0]->data, dtype, i, unary_f32(kind, x, a, b), 1);
+    }
+}
+
+static ep_status run_unary(const ep_node *n, const ep_context *c) {
+    (void)c;
+    int32_t kind = n->params[0];
+    int64_t count = n->out[0]->count;
+    if (n->out[0]->dtype == EP_BOOL) {
+        run_to_bool(n, kind, count);
+        return EP_OK;
+    }
+    if (kind == U_BITWISE_NOT) {
+        const uint8_t *x = (const uint8_t *)n->in[0]->data;
+        uint8_t *y = (uint8_t *)n->out[0]->data;
+        for (size_t i = 0; i < n->out[0]->bytes; i++) y[i] = (uint8_t)~x[i]; /* bytewise is wordwise */
+        return EP_OK;
+    }
+    if (ep_wide_integer(n->in[0]->dtype)) {
+        run_integer_unary(n, kind, count);
+        return EP_OK;
+    }
+    if (n->in[0]->dtype != EP_F32) {
+        run_real_unary(n, kind, count);
+        return EP_OK;
+    }
+    const float *x = (const float *)n->in[0]->data;
+    float *y = (float *)n->out[0]->data;
+    float a = ep_param_f32(n, 1), b = ep_param_f32(n, 2);
+    switch (kind) {
+    case U_RELU:
+        for (int64_t i = 0; i < count; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
+        break;
+    case U_CLIP:
+        for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+        break;
+    case U_SIGMOID:
+        for (int64_t i = 0; i < count; i++) y[i] = ep_sigmoidf(x[i]);
+        break;
+    case U_EXP:
+        for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < count; i++) y[i] = unary_f32(kind, x[i], a, b);
+    }
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_unary = {"Unary", check_unary, run_unary};

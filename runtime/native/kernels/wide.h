@@ -1,0 +1,15 @@
+/* The elementwise kinds on the number dtypes without a fast path (wide.c): element by element, floats through a
+   double and integers through their 64 bits. */
+#ifndef EP_WIDE_H
+#define EP_WIDE_H
+
+#include "broadcast.h"
+
+/* float32, float64, float16 or bfloat16. */
+int ep_wide_real(int32_t dtype);
+/* Any 8-, 16-, 32- or 64-bit integer, signed or not. */
+int ep_wide_integer(int32_t dtype);
+/* A binary kind (arithmetic, comparison, bitwise) on inputs of one dtype outside the fast paths. */
+void ep_binary_wide(const ep_node *n, const ep_broadcast *b);
+
+#endif

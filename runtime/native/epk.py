@@ -90,7 +90,8 @@ def plan_bytes(array: np.ndarray, dtype: str) -> bytes:
     per_byte = 8 // bits
     codes = np.asarray(array).astype(numpy_dtype(dtype)).reshape(-1).view(np.uint8) & ((1 << bits) - 1)
     codes = np.append(codes, np.zeros(-len(codes) % per_byte, np.uint8)).reshape(-1, per_byte)
-    return np.bitwise_or.reduce(codes << (np.arange(per_byte, dtype=np.uint8) * bits), axis=1).astype(np.uint8).tobytes()
+    shifted = codes << (np.arange(per_byte, dtype=np.uint8) * bits)
+    return np.bitwise_or.reduce(shifted, axis=1).astype(np.uint8).tobytes()
 
 
 def from_plan_bytes(data: bytes | np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:

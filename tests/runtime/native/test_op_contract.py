@@ -128,7 +128,8 @@ def test_epk_md_refers_to_the_contract_and_keeps_no_op_table() -> None:
 def test_the_c_dtype_enum_and_core_dtypes_agree_with_the_contract() -> None:
     """edgepack.h's ep_dtype codes are the contract's [dtypes]; ep_core_dtype (dtype.c) accepts the `held` set."""
     enum = (NATIVE / "include" / "edgepack.h").read_text()
-    codes = {int(code) for code in re.findall(r"\bEP_\w+ = (\d+)", enum.split("typedef enum ep_dtype")[1].split("}")[0])}
+    declared = enum.split("typedef enum ep_dtype")[1].split("}")[0]
+    codes = {int(code) for code in re.findall(r"\bEP_\w+ = (\d+)", declared)}
     assert codes == set(epk.DTYPES.values())
     body = (NATIVE / "dtype.c").read_text().split("int ep_core_dtype")[1].split("}")[0]
     names = {name: code for name, code in re.findall(r"\b(EP_\w+) = (\d+)", enum)}

@@ -27,6 +27,7 @@ OPS = {op.name: op.id for op in _CONTRACT.ops}
 """Op ids of the plan format (ops.toml)."""
 DTYPES = dict(_CONTRACT.dtypes)
 """numpy (and ml_dtypes) dtype names to the plan's dtype codes (ONNX TensorProto numbers)."""
+NAMES = {code: name for name, code in DTYPES.items()}
 SUB_BYTE = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
 """Bits per element of the dtypes the plan packs, the first element in the lowest bits of a byte."""
 BINARY = {name: i for i, name in enumerate(_CONTRACT.kinds["Binary"])}

@@ -52,7 +52,8 @@ def values(dtype: str) -> np.ndarray:
     """Values every dtype of its family holds: small integers, halves, a NaN and infinities for the floats."""
     if dtype in INTEGERS or dtype in ("int4", "uint4", "int2", "uint2"):
         info = ml_dtypes.iinfo(epk.numpy_dtype(dtype))
-        return RNG.integers(max(int(info.min), -100), min(int(info.max), 100) + 1, (2, 7)).astype(epk.numpy_dtype(dtype))
+        low, high = max(int(info.min), -100), min(int(info.max), 100)
+        return RNG.integers(low, high + 1, (2, 7)).astype(epk.numpy_dtype(dtype))
     x = RNG.normal(0, 3, (2, 7)).round(1)
     x[0, :4] = [np.nan, 0.5, -2.0, 1e6] if dtype not in ("float4_e2m1fn",) else [1.5, 0.5, -2.0, 6.0]
     return x.astype(epk.numpy_dtype(dtype))

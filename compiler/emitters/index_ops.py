@@ -1,5 +1,6 @@
 """Emitters of indexed reads and writes (GatherElements, GatherND, ScatterElements, Scatter, ScatterND) and of ops
-that fill an output from a pattern of their input (Trilu, CumSum, Tile, OneHot), and TopK."""
+that fill an output from a pattern of their input (Trilu, CumSum, CumProd, Tile, OneHot, EyeLike), TopK, and the
+selections whose output shape is their input's values (Compress, NonZero), lowered for those values."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
+
+from edgepack.runtime.native import epk
 
 from ..values import attributes
 from . import constant, dtype_of, emitter, shape_of, unsupported
@@ -62,13 +65,14 @@ def emit_trilu(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     return [out]
 
 
-@emitter("CumSum")
+@emitter("CumSum", "CumProd")
 def emit_cumsum(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    """CumSum: the axis (a constant) normalized, with exclusive and reverse."""
+    """CumSum and CumProd: the axis (a constant) normalized, with exclusive and reverse (and product for CumProd)."""
     out, = lw.outputs(node, inputs)
     axis = int(constant(node, inputs[1], "axis").reshape(-1)[0]) % len(out.shape)
     attrs = attributes(node)
-    lw.emit("CumSum", inputs[:1], [out], [axis, int(attrs.get("exclusive", 0)), int(attrs.get("reverse", 0))])
+    params = [axis, int(attrs.get("exclusive", 0)), int(attrs.get("reverse", 0))]
+    lw.emit("CumSum", inputs[:1], [out], params + [1] if node.op_type == "CumProd" else params)
     return [out]
 
 
@@ -112,3 +116,36 @@ def emit_top_k(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     params = [axis, k, int(attrs.get("largest", 1)), int(attrs.get("sorted", 1))]
     lw.emit("TopK", inputs[:1], [values, indices], params, scratch=k * 8)
     return [values, indices]
+
+
+@emitter("Compress")
+def emit_compress(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """Compress: a Gather of the positions the condition (known when the plan is lowered) selects, on the flattened
+    data when the node has no axis. (With the data known too, the lowering folds the node instead.)"""
+    data, condition = inputs
+    selected = np.flatnonzero(constant(node, condition, "condition")).astype(np.int64)
+    axis = attributes(node).get("axis")
+    if axis is None:
+        data = lw.alias(f"{node.output[0]}/flat", data, (int(np.prod(shape_of(data))),))
+        axis = 0
+    shape = list(shape_of(data))
+    axis %= len(shape)
+    if len(selected) and selected[-1] >= shape[axis]:
+        raise unsupported(node, "the condition is longer than the axis")
+    out = lw.arena(node.output[0], dtype_of(data), [*shape[:axis], len(selected), *shape[axis + 1:]])
+    lw.emit("Gather", [data, selected], [out], [axis])
+    return [out]
+
+
+@emitter("NonZero")
+def emit_non_zero(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """NonZero of an input known when the plan is lowered (its output's shape is its values')."""
+    return [np.array(np.nonzero(constant(node, inputs[0], "input")), dtype=np.int64)]
+
+
+@emitter("EyeLike")
+def emit_eye_like(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """EyeLike: a constant of the input's shape (only its shape is read)."""
+    rows, columns = shape_of(inputs[0])
+    (dtype, _), = lw.infer(node, inputs)
+    return [np.eye(rows, columns, int(attributes(node).get("k", 0)), dtype=epk.numpy_dtype(dtype))]

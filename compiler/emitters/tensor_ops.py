@@ -18,16 +18,16 @@ if TYPE_CHECKING:
 
 @emitter("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Dropout")
 def emit_reshape(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    if node.op_type == "Dropout" and len([o for o in node.output if o]) > 1:
-        raise unsupported(node, "the mask output is not supported")
+    """The reshape family as a Copy that shares its buffer; Dropout at inference, whose mask is all true."""
     training = constant(node, inputs[2], "training mode") if node.op_type == "Dropout" and len(inputs) > 2 else None
     if training is not None and bool(training):
         raise unsupported(node, "training mode is not supported")
     (dtype, shape), *_ = lw.infer(node, inputs)
     source = inputs[0]
+    mask = [np.ones(shape, bool)] if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1] else []
     if not isinstance(source, Runtime):
-        return [np.asarray(source).reshape(shape)]
-    return [lw.alias(node.output[0], source, shape)]
+        return [np.asarray(source).reshape(shape), *mask]
+    return [lw.alias(node.output[0], source, shape), *mask]
 
 
 # elementwise
@@ -42,21 +42,17 @@ def binary(lw: Lowering, kind: str, a: Value, b: Value, name: str) -> Runtime:
 
 
 SHIFTS = {"BitShiftLeft", "BitShiftRight"}
-FLOATS = {"float32", "float64", "float16", "bfloat16"}
 
 
-@emitter(*[k for k in BINARY if k not in SHIFTS])
+@emitter(*[k for k in BINARY if k not in SHIFTS and k != "Fmod"])
 def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     a, b = inputs
     if node.op_type == "Pow" and dtype_of(b) != dtype_of(a) and not isinstance(b, Runtime):
         b = np.asarray(b).astype(dtype_of(a))
-    if node.op_type == "Mod":
-        fmod = attributes(node).get("fmod", 0)
-        if (dtype_of(a) in FLOATS) != bool(fmod):
-            raise unsupported(node, "fmod must be 1 for floats and 0 for integers")
     if len(inputs) != 2:
         raise unsupported(node, "variadic form")
-    return [binary(lw, node.op_type, a, b, node.output[0])]
+    kind = "Fmod" if node.op_type == "Mod" and attributes(node).get("fmod", 0) else node.op_type
+    return [binary(lw, kind, a, b, node.output[0])]
 
 
 @emitter("BitShift")

@@ -70,11 +70,6 @@ def every(*limits: Limit) -> Limit:
     return limit
 
 
-def mod_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    is_float = values.types.get(node.input[0]) in WIDE_FLOATS
-    return None if is_float == bool(attribute(node, "fmod", 0)) else "fmod must be 1 for floats, 0 for integers"
-
-
 def training_off(node: onnx.NodeProto, values: Values) -> str | None:
     return "training mode is not supported" if attribute(node, "training_mode", 0) else None
 
@@ -106,7 +101,7 @@ def resize_limit(node: onnx.NodeProto, values: Values) -> str | None:
 
 
 LIMITS: dict[str, Limit] = {
-    "single_output": single_output, "spatial_1d_2d": spatial_1d_2d, "mod_limit": mod_limit,
+    "single_output": single_output, "spatial_1d_2d": spatial_1d_2d,
     "training_off": training_off, "lstm_limit": lstm_limit, "resize_limit": resize_limit,
     "first_input_f32": input_types({0: F32}), "first_input_float": input_types({0: WIDE_FLOATS}),
     "numeric_operands": input_types({0: WIDE_NUMBERS, 1: WIDE_NUMBERS}), "index_indices": input_types({1: INDEX}),

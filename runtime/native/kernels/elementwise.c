@@ -26,13 +26,6 @@ static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
-static float fmod_like(float a, float b) {
-    if (b == 0.0f) return a - a;
-    float q = a / b;
-    float t = q < 0 ? -ep_floorf(-q) : ep_floorf(q);
-    return a - t * b;
-}
-
 static float binary_f32(int32_t kind, float a, float b) {
     switch (kind) {
     case B_ADD: return a + b;
@@ -42,7 +35,8 @@ static float binary_f32(int32_t kind, float a, float b) {
     case B_POW: return ep_powf(a, b);
     case B_MAX: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case B_MIN: return a != a ? a : (b != b ? b : (a < b ? a : b));
-    case B_MOD: return fmod_like(a, b);
+    case B_MOD:
+    case B_FMOD: return (float)ep_remainder(a, b, kind == B_MOD);
     }
     return 0.0f;
 }
@@ -107,6 +101,7 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
             T r = (T)(a % b);                                                                                       \
             return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;                                               \
         }                                                                                                           \
+        case B_FMOD: return (b == 0 || (a == MINV && b == -1)) ? 0 : (T)(a % b);                                   \
         case B_MAX: return a > b ? a : b;                                                                           \
         case B_MIN: return a < b ? a : b;                                                                           \
         case B_EQUAL: return a == b;                                                                                \

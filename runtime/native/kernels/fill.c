@@ -49,40 +49,39 @@ static ep_status check_cumsum(const ep_node *n, size_t *scratch, char *error) {
     const ep_tensor *x = n->in[0];
     if (x->dtype != EP_F32 && x->dtype != EP_I32 && x->dtype != EP_I64)
         return ep_fail(error, n, ": dtype must be float32, int32 or int64");
-    if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= x->rank || (n->params[1] & ~1) || (n->params[2] & ~1))
+    if (n->n_params < 3 || n->n_params > 4 || n->params[0] < 0 || n->params[0] >= x->rank || (n->params[1] & ~1) ||
+        (n->params[2] & ~1) || (n->n_params == 4 && (n->params[3] & ~1)))
         return ep_fail(error, n, ": bad parameters");
     return EP_OK;
 }
 
-/* One line of CumSum: `count` elements from `start`, `step` apart. */
+/* One line of CumSum (or CumProd): `count` elements from `start`, `step` apart. */
 static void cumsum_line(const ep_tensor *x, const ep_tensor *y, int64_t start, int64_t step, int64_t count,
-                        int32_t exclusive) {
+                        int32_t exclusive, int32_t product) {
     if (x->dtype == EP_F32) {
         const float *s = (const float *)x->data;
-        float *d = (float *)y->data, sum = 0.0f;
+        float *d = (float *)y->data, total = product ? 1.0f : 0.0f;
         for (int64_t t = 0, at = start; t < count; t++, at += step) {
             float value = s[at];
-            if (!exclusive) sum += value;
-            d[at] = sum;
-            if (exclusive) sum += value;
+            if (!exclusive) total = product ? total * value : total + value;
+            d[at] = total;
+            if (exclusive) total = product ? total * value : total + value;
         }
         return;
     }
-    uint64_t sum = 0;
+    uint64_t total = product ? 1 : 0;
     for (int64_t t = 0, at = start; t < count; t++, at += step) {
-        uint64_t value = x->dtype == EP_I64 ? (uint64_t)((const int64_t *)x->data)[at]
-                                            : (uint64_t)(int64_t)((const int32_t *)x->data)[at];
-        if (!exclusive) sum += value;
-        if (x->dtype == EP_I64) ((int64_t *)y->data)[at] = (int64_t)sum;
-        else ((int32_t *)y->data)[at] = (int32_t)(uint32_t)sum;
-        if (exclusive) sum += value;
+        uint64_t value = ep_load_int(x->data, x->dtype, at);
+        if (!exclusive) total = product ? total * value : total + value;
+        ep_store_int(y->data, y->dtype, at, total);
+        if (exclusive) total = product ? total * value : total + value;
     }
 }
 
 static ep_status run_cumsum(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0];
-    int32_t axis = n->params[0];
+    int32_t axis = n->params[0], exclusive = n->params[1], product = n->n_params == 4 && n->params[3];
     int64_t outer = 1, inner = 1, dim = x->dims[axis];
     for (int32_t d = 0; d < axis; d++) outer *= x->dims[d];
     for (int32_t d = axis + 1; d < x->rank; d++) inner *= x->dims[d];
@@ -90,8 +89,8 @@ static ep_status run_cumsum(const ep_node *n, const ep_context *c) {
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             int64_t first = o * dim * inner + i;
-            if (n->params[2]) cumsum_line(x, n->out[0], first + (dim - 1) * inner, -inner, dim, n->params[1]);
-            else cumsum_line(x, n->out[0], first, inner, dim, n->params[1]);
+            if (n->params[2]) cumsum_line(x, n->out[0], first + (dim - 1) * inner, -inner, dim, exclusive, product);
+            else cumsum_line(x, n->out[0], first, inner, dim, exclusive, product);
         }
     return EP_OK;
 }

@@ -2,6 +2,13 @@
    floats computed in double and rounded once to the dtype, integers in 64 bits keeping the dtype's low bits. */
 #include "wide.h"
 
+static double bits_nan(void) {
+    uint64_t bits = 0x7FF8000000000000ull;
+    double value;
+    ep_memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
 int ep_wide_real(int32_t dtype) { return dtype == EP_F32 || dtype == EP_F64 || dtype == EP_F16 || dtype == EP_BF16; }
 
 int ep_wide_integer(int32_t dtype) {
@@ -21,8 +28,22 @@ static double power(double x, double y) {
     return result;
 }
 
-static double truncate(double q) {
-    return (q >= 4503599627370496.0 || q <= -4503599627370496.0 || q != q) ? q : (double)(int64_t)q;
+/* a - b * n for the integer n that truncates a / b, exactly: b scaled by powers of two is subtracted while it fits
+   (each subtraction is exact, as the two terms are within a factor of two). */
+static double truncated_remainder(double a, double b) {
+    double x = a < 0 ? -a : a, y = b < 0 ? -b : b;
+    if (a != a || b != b || x - x != 0.0 || y == 0.0) return bits_nan();
+    if (y - y != 0.0 || x < y) return a;
+    double m = y;
+    while (m <= x * 0.5) m *= 2.0;
+    for (; m >= y; m *= 0.5)
+        if (x >= m) x -= m;
+    return a < 0 ? -x : x;
+}
+
+double ep_remainder(double a, double b, int floored) {
+    double r = truncated_remainder(a, b);
+    return floored && r != 0.0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
 static double binary_real(int32_t kind, double a, double b) {
@@ -34,7 +55,8 @@ static double binary_real(int32_t kind, double a, double b) {
     case B_POW: return power(a, b);
     case B_MAX: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case B_MIN: return a != a ? a : (b != b ? b : (a < b ? a : b));
-    case B_MOD: return b == 0.0 ? a - a : a - truncate(a / b) * b;
+    case B_MOD:
+    case B_FMOD: return ep_remainder(a, b, kind == B_MOD);
     case B_EQUAL: return a == b;
     case B_LESS: return a < b;
     case B_GREATER: return a > b;
@@ -45,7 +67,8 @@ static double binary_real(int32_t kind, double a, double b) {
 
 static int less(uint64_t a, uint64_t b, int is_signed) { return is_signed ? (int64_t)a < (int64_t)b : a < b; }
 
-/* Division and Mod (the sign of the divisor, fmod 0) on integers; by zero gives 0, as do the overflowing cases. */
+/* Division, Mod (the sign of the divisor) and Fmod (the sign of the dividend) on integers; by zero gives 0, as do
+   the overflowing cases. */
 static uint64_t divide(int32_t kind, uint64_t a, uint64_t b, int is_signed) {
     if (b == 0) return 0;
     if (!is_signed) return kind == B_DIV ? a / b : a % b;
@@ -53,7 +76,7 @@ static uint64_t divide(int32_t kind, uint64_t a, uint64_t b, int is_signed) {
     if (y == -1) return kind == B_DIV ? 0u - a : 0;
     int64_t r = x % y;
     if (kind == B_DIV) return (uint64_t)(x / y);
-    return (uint64_t)((r != 0 && ((r < 0) != (y < 0))) ? r + y : r);
+    return (uint64_t)((kind == B_MOD && r != 0 && ((r < 0) != (y < 0))) ? r + y : r);
 }
 
 static uint64_t power_int(uint64_t base, uint64_t exponent, int is_signed) {
@@ -70,7 +93,8 @@ static uint64_t binary_int(int32_t kind, uint64_t a, uint64_t b, int is_signed, 
     case B_SUB: return a - b;
     case B_MUL: return a * b;
     case B_DIV:
-    case B_MOD: return divide(kind, a, b, is_signed);
+    case B_MOD:
+    case B_FMOD: return divide(kind, a, b, is_signed);
     case B_POW: return power_int(a, b, is_signed);
     case B_MAX: return less(a, b, is_signed) ? b : a;
     case B_MIN: return less(a, b, is_signed) ? a : b;

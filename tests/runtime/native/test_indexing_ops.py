@@ -1,6 +1,7 @@
-"""GatherElements, GatherND, ScatterElements (and opset 10's Scatter), ScatterND, Trilu, CumSum, Tile and OneHot on
-the `cpu` provider against onnxruntime, on single-node models: exact for integers and data movement, within 1e-5
-relative for float sums; an index out of range is an error, not a crash."""
+"""GatherElements, GatherND, ScatterElements (and opset 10's Scatter), ScatterND, Trilu, CumSum, CumProd, Tile,
+OneHot, Compress, NonZero and EyeLike on the `cpu` provider against onnxruntime (onnx's ReferenceEvaluator for CumProd,
+which onnxruntime lacks), on single-node models: exact for integers and data movement, within 1e-5 relative for float
+sums; an index out of range is an error, not a crash."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import onnx
 import onnxruntime
 import pytest
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.providers import PROVIDERS
@@ -172,3 +174,31 @@ def test_an_index_out_of_range_is_an_error(op: str, feeds: dict[str, np.ndarray]
                                        single_node(op, feeds), {})
     with pytest.raises(EdgepackError, match=f"{op}: index out of range"):
         session.run(feeds)
+
+
+@pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
+def test_cum_prod(dtype: str, exclusive: int, reverse: int) -> None:
+    x = (RNG.integers(1, 4, (3, 5)) * RNG.choice([-1, 1], (3, 5))).astype(dtype)
+    model = single_node("CumProd", {"x": x}, {"axis": np.array(1, np.int64)}, opset=26, exclusive=exclusive,
+                        reverse=reverse)
+    ours = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0]  # onnxruntime has no CumProd kernel yet
+    assert ours.dtype == expected.dtype
+    np.testing.assert_allclose(ours, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_compress_selects_what_the_condition_names(axis: int | None) -> None:
+    """The condition is a model input: the plan is lowered for its value and guarded."""
+    x = data((3, 4))
+    condition = np.array([True, False, True] if axis == 0 else [False, True, True, False], bool)
+    attributes = {} if axis is None else {"axis": axis}
+    check(single_node("Compress", {"x": x, "condition": condition}, **attributes), {"x": x, "condition": condition})
+
+
+def test_non_zero_and_eye_like_of_known_values() -> None:
+    x = np.array([[0, 2, 0], [1, 0, 3]], np.int32)
+    check(single_node("NonZero", {"x": x}), {"x": x})
+    y = data((3, 5))
+    check(single_node("EyeLike", {"x": y}, k=1, dtype=onnx.TensorProto.INT64), {"x": y})

@@ -130,3 +130,20 @@ def test_bit_shifts_are_exact_with_signed_and_out_of_range_amounts(direction: st
     feeds = {"a": integers((6, 50), dtype), "b": RNG.integers(low, high, (1, 50), endpoint=True).astype(dtype)}
     ours, expected = run_both(single_node("BitShift", feeds, opset=28, direction=direction), feeds)
     np.testing.assert_array_equal(ours, expected)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "int16", "uint8"])
+def test_mod_takes_the_sign_of_the_divisor_or_with_fmod_of_the_dividend(dtype: str, fmod: int) -> None:
+    """Mod on every sign pair, infinities and zeros among the float divisors (exact, NaN where NaN)."""
+    if dtype.startswith("float"):
+        a = np.array([5.5, -5.5, 5.5, -5.5, 3.0, -3.0, 0.0, 7.25, np.inf], dtype)
+        b = np.array([2.0, 2.0, -2.0, -2.0, np.inf, np.inf, 3.0, 0.5, 2.0], dtype)
+    else:
+        a, b = integers((40,), dtype), integers((40,), dtype)
+        b[b == 0] = 1
+        if dtype.startswith("int"):
+            b[b == -1] = 3
+    feeds = {"a": a, "b": b}
+    ours, expected = run_both(single_node("Mod", feeds, opset=28, fmod=fmod), feeds)  # float fmod 0: opset 28
+    np.testing.assert_array_equal(ours, expected)

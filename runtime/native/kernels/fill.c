@@ -101,7 +101,7 @@ static ep_status check_tile(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != (uint32_t)x->rank)
+    if (x->dtype != y->dtype || !ep_dtype_size(x->dtype) || x->rank != y->rank || n->n_params != (uint32_t)x->rank)
         return ep_fail(error, n, ": dtype, rank or parameters do not match");
     for (int32_t d = 0; d < x->rank; d++) {
         int64_t repeats = n->params[d], dim = x->dims[d];

@@ -21,7 +21,7 @@ static ep_status check_transpose(const ep_node *n, size_t *scratch, char *error)
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != (uint32_t)x->rank)
+    if (x->dtype != y->dtype || !ep_dtype_size(x->dtype) || x->rank != y->rank || n->n_params != (uint32_t)x->rank)
         return ep_fail(error, n, ": dtype, rank or permutation length differ");
     uint32_t seen = 0;
     for (int32_t i = 0; i < x->rank; i++) {
@@ -77,6 +77,7 @@ static ep_status check_stack(const ep_node *n, ep_tensor *const *parts, uint32_t
     if (n->n_params != 1) return ep_fail(error, n, ": bad parameters");
     int32_t axis = n->params[0];
     if (axis < 0 || axis >= whole->rank) return ep_fail(error, n, ": axis out of range");
+    if (!ep_dtype_size(whole->dtype)) return ep_fail(error, n, ": a sub-byte dtype");
     int64_t total = 0;
     for (uint32_t k = 0; k < n_parts; k++) {
         const ep_tensor *p = parts[k];
@@ -146,7 +147,7 @@ static ep_status check_slice(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != 2 * (uint32_t)x->rank)
+    if (x->dtype != y->dtype || !ep_dtype_size(x->dtype) || x->rank != y->rank || n->n_params != 2 * (uint32_t)x->rank)
         return ep_fail(error, n, ": dtype, rank or parameters do not match");
     for (int32_t d = 0; d < x->rank; d++) {
         int64_t start = n->params[2 * d], step = n->params[2 * d + 1], count = y->dims[d];
@@ -200,7 +201,8 @@ static ep_status check_gather(const ep_node *n, size_t *scratch, char *error) {
     if (n->n_params != 1 || n->params[0] < 0 || n->params[0] >= x->rank) return ep_fail(error, n, ": bad axis");
     if (idx->dtype != EP_I64 && idx->dtype != EP_I32) return ep_fail(error, n, ": indices must be int32 or int64");
     int32_t axis = n->params[0];
-    if (y->dtype != x->dtype || y->rank != x->rank - 1 + idx->rank) return ep_fail(error, n, ": wrong output");
+    if (y->dtype != x->dtype || !ep_dtype_size(x->dtype) || y->rank != x->rank - 1 + idx->rank)
+        return ep_fail(error, n, ": wrong output");
     int32_t at = 0;
     for (int32_t d = 0; d < axis; d++)
         if (y->dims[at++] != x->dims[d]) return ep_fail(error, n, ": wrong output shape");
@@ -239,7 +241,7 @@ static ep_status check_pad(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    if (x->dtype != y->dtype || x->rank != y->rank || n->n_params != 2 + (uint32_t)x->rank)
+    if (x->dtype != y->dtype || !ep_dtype_size(x->dtype) || x->rank != y->rank || n->n_params != 2 + (uint32_t)x->rank)
         return ep_fail(error, n, ": dtype, rank or parameters do not match");
     if (n->params[0] < 0 || n->params[0] > 3) return ep_fail(error, n, ": bad mode");
     if (n->params[0] != 0 && x->count == 0 && y->count != 0) return ep_fail(error, n, ": nothing to reflect");
@@ -266,14 +268,8 @@ static ep_status run_pad(const ep_node *n, const ep_context *c) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
     int32_t rank = x->rank, mode = n->params[0];
     size_t size = ep_dtype_size(x->dtype);
-    float value = ep_param_f32(n, 1);
     uint8_t fill[8];
-    switch (x->dtype) {
-    case EP_F32: ep_memcpy(fill, &value, 4); break;
-    case EP_I32: { int32_t v = (int32_t)value; ep_memcpy(fill, &v, 4); break; }
-    case EP_I64: { int64_t v = (int64_t)value; ep_memcpy(fill, &v, 8); break; }
-    default: fill[0] = (uint8_t)(int32_t)value; break;
-    }
+    ep_store_real(fill, x->dtype, 0, ep_param_f32(n, 1), 1);
     int64_t counter[EP_MAX_RANK], in_strides[EP_MAX_RANK], stride = 1;
     for (int32_t i = rank - 1; i >= 0; i--) {
         in_strides[i] = stride;

@@ -268,6 +268,10 @@ class Lowering:
                 raise NeedsValues([self.model_inputs[error.value.index]], node) from error
             raise
 
+    def fold(self, node: onnx.NodeProto, inputs: Sequence[Any]) -> list[np.ndarray]:
+        """The node's outputs computed now from its known inputs."""
+        return _fold(node, inputs, self.model)
+
     def in_float32(self, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
         """The node lowered on float32 copies of its float64, float16 and bfloat16 inputs, with its outputs cast back
         (ops whose claims say `via_float32`: their kernels take float32 only), at float32's precision."""

@@ -1,6 +1,6 @@
 """Emitters of indexed reads and writes (GatherElements, GatherND, ScatterElements, Scatter, ScatterND) and of ops
 that fill an output from a pattern of their input (Trilu, CumSum, CumProd, Tile, OneHot, EyeLike), TopK, and the
-selections whose output shape is their input's values (Compress, NonZero), lowered for those values."""
+selections whose output shape is their input's values (Compress, NonZero, Unique), lowered for those values."""
 
 from __future__ import annotations
 
@@ -137,10 +137,11 @@ def emit_compress(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list
     return [out]
 
 
-@emitter("NonZero")
-def emit_non_zero(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    """NonZero of an input known when the plan is lowered (its output's shape is its values')."""
-    return [np.array(np.nonzero(constant(node, inputs[0], "input")), dtype=np.int64)]
+@emitter("NonZero", "Unique")
+def emit_known_selection(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """NonZero and Unique, whose outputs' shapes are their input's values: folded once the input is known (a model
+    input's value, for which the plan is lowered and guarded)."""
+    return lw.fold(node, [constant(node, value, f"input {k}") for k, value in enumerate(inputs)])
 
 
 @emitter("EyeLike")

@@ -171,6 +171,13 @@ def emit_cast(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
 # convolution and products
 
 
+@emitter("BitCast")
+def emit_bit_cast(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    out, = lw.outputs(node, inputs)
+    lw.emit("BitCast", inputs[:1], [out])
+    return [out]
+
+
 @emitter("Transpose")
 def emit_transpose(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     x = inputs[0]

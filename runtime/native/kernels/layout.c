@@ -1,4 +1,4 @@
-/* Data movement: Copy (the reshape family), Transpose, Concat, Split, Slice, Gather, Pad. */
+/* Data movement: Copy (the reshape family), BitCast, Transpose, Concat, Split, Slice, Gather, Pad. */
 #include "../ep_internal.h"
 
 static ep_status check_copy(const ep_node *n, size_t *scratch, char *error) {
@@ -13,6 +13,16 @@ static ep_status check_copy(const ep_node *n, size_t *scratch, char *error) {
 static ep_status run_copy(const ep_node *n, const ep_context *c) {
     (void)c;
     if (n->out[0]->data != n->in[0]->data) ep_memmove(n->out[0]->data, n->in[0]->data, n->out[0]->bytes);
+    return EP_OK;
+}
+
+/* BitCast: the same bytes under another dtype of the same width. */
+static ep_status check_bit_cast(const ep_node *n, size_t *scratch, char *error) {
+    (void)scratch;
+    ep_status status = ep_expect(n, 1, 1, 1, error);
+    if (status != EP_OK) return status;
+    if (ep_dtype_bits(n->in[0]->dtype) != ep_dtype_bits(n->out[0]->dtype) || n->in[0]->count != n->out[0]->count)
+        return ep_fail(error, n, ": input and output differ in width or element count");
     return EP_OK;
 }
 
@@ -294,6 +304,7 @@ static ep_status run_pad(const ep_node *n, const ep_context *c) {
 }
 
 const ep_kernel ep_kernel_copy = {"Copy", check_copy, run_copy};
+const ep_kernel ep_kernel_bit_cast = {"BitCast", check_bit_cast, run_copy};
 const ep_kernel ep_kernel_transpose = {"Transpose", check_transpose, run_transpose};
 const ep_kernel ep_kernel_concat = {"Concat", check_concat, run_concat};
 const ep_kernel ep_kernel_split = {"Split", check_split, run_split};

@@ -17,10 +17,10 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.function_bodies import defines_body, function_nodes
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
-from edgepack.runtime.native.op_contract import contract
 
 from .arena import plan_arena
 from .emitters import EMITTERS, NotConstant
+from .narrowed import lower_in_float32, takes_float32_copies
 from .patterns import rewrite_hard_swish
 from .quantized import SLOTS, Quantized, follow, from_dequantize, from_half_cast, scratch_bytes
 from .values import (
@@ -37,9 +37,6 @@ from .values import (
 
 LOWERED_IN_PLACE = ("If", "Shape", "Size")
 """Ops the lowering handles itself rather than through an emitter."""
-VIA_FLOAT32 = contract().via_float32
-NARROWED = {"float64", "float16", "bfloat16"}
-"""The float dtypes `via_float32` ops take through float32 copies."""
 
 
 def node_label(node: onnx.NodeProto) -> str:
@@ -260,8 +257,8 @@ class Lowering:
                 (body := self.function_body(node, inputs)) is not None:
             return self.lower_body(node, body, scope)
         try:
-            if node.op_type in VIA_FLOAT32 and any(_dtype(v).name in NARROWED for v in inputs if v is not None):
-                return self.in_float32(node, inputs)
+            if takes_float32_copies(node, inputs):
+                return lower_in_float32(self, node, inputs)
             return EMITTERS[node.op_type](self, node, inputs)
         except NotConstant as error:
             if error.value.index in self.model_inputs:
@@ -271,34 +268,6 @@ class Lowering:
     def fold(self, node: onnx.NodeProto, inputs: Sequence[Any]) -> list[np.ndarray]:
         """The node's outputs computed now from its known inputs."""
         return _fold(node, inputs, self.model)
-
-    def in_float32(self, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-        """The node lowered on float32 copies of its float64, float16 and bfloat16 inputs, with its outputs cast back
-        (ops whose claims say `via_float32`: their kernels take float32 only), at float32's precision."""
-        narrowed = []
-        for k, value in enumerate(inputs):
-            if value is not None and _dtype(value).name in NARROWED:
-                if isinstance(value, Runtime):
-                    copy = self.arena(f"{node.output[0]}/input{k}/float32", "float32", value.shape)
-                    self.emit("Cast", [value], [copy])
-                    value = copy
-                else:
-                    value = np.asarray(value).astype(np.float32)
-            narrowed.append(value)
-        inner = onnx.NodeProto()
-        inner.CopyFrom(node)
-        inner.output[:] = [f"{name}/float32" if name else name for name in node.output]
-        results = EMITTERS[node.op_type](self, inner, narrowed)
-        outputs = []
-        for name, (dtype, _), value in zip(node.output, self.infer(node, inputs), results):
-            if _dtype(value).name == dtype:
-                outputs.append(value)
-            elif isinstance(value, Runtime):
-                outputs.append(self.arena(name, dtype, value.shape))
-                self.emit("Cast", [value], [outputs[-1]])
-            else:
-                outputs.append(np.asarray(value).astype(epk.numpy_dtype(dtype)))
-        return outputs
 
     def claim_refusal(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> str | None:
         """What the core's claims (ops.toml) say against this node at these values, or None."""

@@ -1,5 +1,5 @@
-"""Emitters of ops the core runs as a few plan ops: LpNormalization (a Reduce, a Div and a Where for zero norms) and
-Hardmax (ArgExtreme, then OneHot over the same axis)."""
+"""Emitters of ops the core runs as a few plan ops: LpNormalization (a Reduce, a Div and a Where for zero norms),
+Hardmax (ArgExtreme, then OneHot over the same axis) and Einsum (Reduce, Transpose and batched MatMul)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import onnx
 
 from edgepack.runtime.native.epk import REDUCE
 
-from ..values import attributes
+from ..values import Runtime, attributes
 from . import dtype_of, emitter, shape_of, unsupported
 from .tensor_ops import binary
 
@@ -57,3 +57,100 @@ def emit_hardmax(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[
     hard = lw.arena(node.output[0] if source is x else f"{node.output[0]}/onehot", "float32", seen)
     lw.emit("OneHot", [index, np.array([0.0, 1.0], np.float32)], [hard], [axis, seen[axis]])
     return [hard if source is x else lw.alias(node.output[0], hard, shape)]
+
+
+@emitter("Einsum")
+def emit_einsum(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """Einsum as Reduce, Transpose and batched MatMul plan ops: labels no other operand and not the output has are
+    summed first, then operands are multiplied two at a time, left to right, and the result is put in output order.
+    Repeated labels within one operand (diagonals) and ellipsis dims that broadcast are not supported."""
+    terms, output = einsum_terms(attributes(node)["equation"], [len(shape_of(v)) for v in inputs])
+    if any(len(set(term)) != len(term) for term in terms):
+        raise unsupported(node, "repeated labels within one operand (a diagonal) are not supported")
+    name = node.output[0]
+    operands = []
+    for k, (value, term) in enumerate(zip(inputs, terms)):
+        others = "".join(t for j, t in enumerate(terms) if j != k) + output
+        operands.append(summed(lw, value, term, set(others), f"{name}/sum{k}"))
+    value, term = operands[0]
+    for k, (other, other_term) in enumerate(operands[1:]):
+        needed = set(output + "".join(t for _, t in operands[k + 2:]))
+        value, term = multiplied(lw, node, (value, term), (other, other_term), needed, f"{name}/product{k}")
+    value, term = summed(lw, value, term, set(output), f"{name}/sum")
+    value = transposed(lw, value, [term.index(label) for label in output], f"{name}/ordered")
+    return [renamed(lw, value, name)]
+
+
+def einsum_terms(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """The operands' labels and the output's, one character per axis: each `...` becomes the digits of the ellipsis
+    dims, right-aligned across operands; without `->` the output is the ellipsis then the labels used once, sorted."""
+    equation = equation.replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    dims = max([rank - len(term.replace("...", "")) for term, rank in zip(terms, ranks) if "..." in term], default=0)
+    digits = "".join(str(d) for d in range(dims))
+    terms = [term.replace("...", digits[dims - (rank - len(term.replace("...", ""))):]) for term, rank in
+             zip(terms, ranks)]
+    if not arrow:
+        counts = "".join(terms)
+        output = digits + "".join(sorted(label for label in set(counts) if counts.count(label) == 1 and
+                                         not label.isdigit()))
+    return terms, output.replace("...", digits)
+
+
+def summed(lw: Lowering, value: Any, term: str, kept: set[str], name: str) -> tuple[Any, str]:
+    """`value` with the axes whose labels are not in `kept` summed away."""
+    flags = [int(label not in kept) for label in term]
+    if not any(flags):
+        return value, term
+    shape = [n for n, flag in zip(shape_of(value), flags) if not flag]
+    out = lw.arena(name, dtype_of(value), shape)
+    lw.emit("Reduce", [value], [out], [REDUCE["ReduceSum"], *flags])
+    return out, "".join(label for label, flag in zip(term, flags) if not flag)
+
+
+def multiplied(lw: Lowering, node: onnx.NodeProto, left: tuple[Any, str], right: tuple[Any, str], needed: set[str],
+               name: str) -> tuple[Any, str]:
+    """The product of two operands as a batched MatMul: [batch, left-only, contracted] x [batch, contracted,
+    right-only], labels both share and a later operand or the output needs being the batch."""
+    (a, ta), (b, tb) = left, right
+    sizes = {**dict(zip(tb, shape_of(b))), **dict(zip(ta, shape_of(a)))}
+    if any(sizes[label] != n for label, n in zip(tb, shape_of(b))):
+        raise unsupported(node, "operand dims that broadcast are not supported")
+    batch = [label for label in ta if label in tb and label in needed]
+    contracted = [label for label in ta if label in tb and label not in needed]
+    only_a = [label for label in ta if label not in tb]
+    only_b = [label for label in tb if label not in ta]
+
+    def size(labels: list[str]) -> int:
+        return int(np.prod([sizes[label] for label in labels], dtype=np.int64))
+
+    a = transposed(lw, a, [ta.index(label) for label in batch + only_a + contracted], f"{name}/left")
+    b = transposed(lw, b, [tb.index(label) for label in batch + contracted + only_b], f"{name}/right")
+    a = reshaped(lw, a, (size(batch), size(only_a), size(contracted)), f"{name}/left3d")
+    b = reshaped(lw, b, (size(batch), size(contracted), size(only_b)), f"{name}/right3d")
+    out = lw.arena(f"{name}/3d", dtype_of(a), (size(batch), size(only_a), size(only_b)))
+    lw.emit("MatMul", [a, b], [out], [], lw.gemm_scratch(size(contracted), size(only_b)))
+    labels = batch + only_a + only_b
+    return reshaped(lw, out, tuple(sizes[label] for label in labels), name), "".join(labels)
+
+
+def transposed(lw: Lowering, value: Any, perm: list[int], name: str) -> Any:
+    if perm == sorted(perm):
+        return value
+    if not isinstance(value, Runtime):
+        return np.transpose(np.asarray(value), perm)
+    out = lw.arena(name, value.dtype, [value.shape[p] for p in perm])
+    lw.emit("Transpose", [value], [out], perm)
+    return out
+
+
+def reshaped(lw: Lowering, value: Any, shape: tuple[int, ...], name: str) -> Any:
+    if tuple(shape_of(value)) == tuple(shape):
+        return value
+    return lw.alias(name, value, shape) if isinstance(value, Runtime) else np.asarray(value).reshape(shape)
+
+
+def renamed(lw: Lowering, value: Any, name: str) -> Any:
+    """`value` under the node's output name (a Copy that shares its buffer), unless it is a constant."""
+    return lw.alias(name, value, value.shape) if isinstance(value, Runtime) else value

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.build import NATIVE, wasm_core
 from edgepack.runtime.native.epk import Plan, write
 from edgepack.runtime.native.op_contract import js_module
@@ -83,6 +84,11 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         model_partitions.append({"id": part.id, "provider": provider, "plan": artifact, "inputs": part.inputs,
                                  "outputs": part.outputs})
     inputs, outputs = _model_ports(bundle, plans, "inputs"), _model_ports(bundle, plans, "outputs")
+    for port in [*inputs, *outputs]:
+        if port["dtype"] not in typings.ARRAY_TYPES:
+            raise EdgepackError(f"the model's input or output {port['name']!r} is {port['dtype']}, which a web bundle "
+                                "cannot pass to JavaScript (no typed array holds packed sub-byte values)",
+                                where=port["name"], fix="cast it to a byte-sized dtype in the model, e.g. int8")
     name = package_name(bundle)
     model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "kernels": KERNELS,
              "partitions": model_partitions}

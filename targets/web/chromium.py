@@ -18,13 +18,16 @@ from typing import Any
 import numpy as np
 
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.native.epk import numpy_dtype
+
+from .typings import ARRAY_TYPES
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--enable-unsafe-webgpu"]
 """Chromium flags: headless as root, no network of its own, WebGPU on SwiftShader."""
 BLANK = "edgepack-blank.html"
-NUMPY_DTYPES = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "int8": np.int8,
-                "bool": np.bool_}
+NUMPY_DTYPES = {name: numpy_dtype(name) for name in ARRAY_TYPES}
+"""The numpy dtype of each dtype a web bundle's inputs and outputs may have."""
 
 
 def missing() -> str | None:

@@ -5,8 +5,12 @@ import { parsePlan } from "./epk.js";
 import { compileCore, openWasmPartition } from "./wasm.js";
 
 const PROVIDERS = ["webgpu", "wasm"];
+// float16, bfloat16 and float8 values are their bit patterns (targets/web/typings.py declares the same).
 const ARRAY_TYPES = {
   float32: Float32Array, int32: Int32Array, int64: BigInt64Array, uint8: Uint8Array, int8: Int8Array, bool: Uint8Array,
+  float64: Float64Array, int16: Int16Array, uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array,
+  float16: Uint16Array, bfloat16: Uint16Array, float8_e4m3fn: Uint8Array, float8_e4m3fnuz: Uint8Array,
+  float8_e5m2: Uint8Array, float8_e5m2fnuz: Uint8Array,
 };
 
 function providerList(providers) {

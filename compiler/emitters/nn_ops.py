@@ -1,4 +1,4 @@
-"""Emitters of convolutions, matrix products, pooling, normalization, reductions and LSTM."""
+"""Emitters of convolutions, matrix products, pooling, normalization and reductions."""
 
 from __future__ import annotations
 
@@ -235,34 +235,3 @@ def emit_arg_extreme(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> l
     axis = attrs.get("axis", 0) % len(shape_of(inputs[0]))
     lw.emit("ArgExtreme", inputs[:1], [out], [axis, int(node.op_type == "ArgMax"), attrs.get("select_last_index", 0)])
     return [out]
-
-
-# data movement
-
-
-@emitter("LSTM")
-def emit_lstm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    attrs = attributes(node)
-    if attrs.get("layout", 0) or attrs.get("input_forget", 0) or "clip" in attrs:
-        raise unsupported(node, "layout 1, input_forget and clip are not supported")
-    if [a.decode() if isinstance(a, bytes) else a for a in attrs.get("activations", [])] not in (
-            [], ["Sigmoid", "Tanh", "Tanh"], ["Sigmoid", "Tanh", "Tanh"] * 2):
-        raise unsupported(node, "only the default activations are supported")
-    inputs = list(inputs) + [None] * (8 - len(inputs))
-    if inputs[7] is not None:
-        raise unsupported(node, "peepholes are not supported")
-    x = inputs[0]
-    seq, batch, _ = shape_of(x)
-    lengths = constant(node, inputs[4], "sequence_lens")
-    if lengths is not None and not np.all(lengths == seq):
-        raise unsupported(node, "sequence_lens shorter than the sequence are not supported")
-    hidden = attrs["hidden_size"]
-    direction = {"forward": 0, "reverse": 1, "bidirectional": 2}[attrs.get("direction", "forward")]
-    dirs = 2 if direction == 2 else 1
-    names = list(node.output) + [""] * (3 - len(node.output))
-    shapes = [(seq, dirs, batch, hidden), (dirs, batch, hidden), (dirs, batch, hidden)]
-    outs = [lw.arena(name or f"{node.name or node.output[0]}/unused{k}", "float32", shape)
-            for k, (name, shape) in enumerate(zip(names, shapes))]
-    lw.emit("LSTM", [x, inputs[1], inputs[2], inputs[3], inputs[5], inputs[6]], outs, [hidden, direction],
-            4 * hidden * 4)
-    return outs[:len(node.output)]

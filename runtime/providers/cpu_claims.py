@@ -70,20 +70,37 @@ def every(*limits: Limit) -> Limit:
     return limit
 
 
+def einsum_limit(node: onnx.NodeProto, values: Values) -> str | None:
+    terms = str(attribute(node, "equation", "")).replace(" ", "").partition("->")[0].replace("...", "").split(",")
+    return "repeated labels within one operand (a diagonal) are not supported" if \
+        any(len(set(term)) != len(term) for term in terms) else None
+
+
 def training_off(node: onnx.NodeProto, values: Values) -> str | None:
     return "training mode is not supported" if attribute(node, "training_mode", 0) else None
 
 
-def lstm_limit(node: onnx.NodeProto, values: Values) -> str | None:
-    if attribute(node, "layout", 0) or attribute(node, "input_forget", 0) or attribute(node, "clip") is not None:
-        return "layout 1, input_forget and clip are not supported"
-    activations = [a.decode() if isinstance(a, bytes) else a for a in attribute(node, "activations", []) or []]
-    if activations and activations not in (["Sigmoid", "Tanh", "Tanh"], ["Sigmoid", "Tanh", "Tanh"] * 2):
-        return "only the default activations are supported"
-    if len(node.input) > 7 and node.input[7]:
-        return "peepholes are not supported"
-    if len(node.input) > 4 and node.input[4]:
-        return "sequence_lens is not supported"
+RECURRENT_ACTIVATIONS = {"RNN": 1, "GRU": 2, "LSTM": 3}
+"""How many activations each recurrent op takes per direction."""
+TAKES_ALPHA = {"Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu"}
+TAKES_BETA = {"Affine", "ScaledTanh", "HardSigmoid"}
+ACTIVATIONS = TAKES_ALPHA | {"Relu", "Tanh", "Sigmoid", "Softsign", "Softplus"}
+
+
+def recurrent_limit(node: onnx.NodeProto, values: Values) -> str | None:
+    """RNN, GRU and LSTM: float32 values but int32 sequence_lens, and activations named in full (per direction) with
+    every alpha and beta they take."""
+    typed = [*((name, "int32" if i == 4 else "float32") for i, name in enumerate(node.input)),
+             *((name, "float32") for name in node.output)]
+    if any(name and values.types.get(name) != dtype for name, dtype in typed):
+        return "float32 values and int32 sequence_lens only"
+    names = [a.decode() if isinstance(a, bytes) else a for a in attribute(node, "activations", []) or []]
+    dirs = 2 if attribute(node, "direction", "forward") in ("bidirectional", b"bidirectional") else 1
+    if names and (len(names) != RECURRENT_ACTIVATIONS[node.op_type] * dirs or not set(names) <= ACTIVATIONS):
+        return "activations must be known ones, one list entry per direction and gate function"
+    if len(attribute(node, "activation_alpha", []) or []) != sum(name in TAKES_ALPHA for name in names) or \
+            len(attribute(node, "activation_beta", []) or []) != sum(name in TAKES_BETA for name in names):
+        return "activation_alpha and activation_beta must give exactly the values the activations take"
     return None
 
 
@@ -101,8 +118,8 @@ def resize_limit(node: onnx.NodeProto, values: Values) -> str | None:
 
 
 LIMITS: dict[str, Limit] = {
-    "single_output": single_output, "spatial_1d_2d": spatial_1d_2d,
-    "training_off": training_off, "lstm_limit": lstm_limit, "resize_limit": resize_limit,
+    "single_output": single_output, "spatial_1d_2d": spatial_1d_2d, "einsum_limit": einsum_limit,
+    "training_off": training_off, "recurrent_limit": recurrent_limit, "resize_limit": resize_limit,
     "first_input_f32": input_types({0: F32}), "first_input_float": input_types({0: WIDE_FLOATS}),
     "numeric_operands": input_types({0: WIDE_NUMBERS, 1: WIDE_NUMBERS}), "index_indices": input_types({1: INDEX}),
     "dequantize_types": input_types({0: QUANTIZED, 1: SCALES}),

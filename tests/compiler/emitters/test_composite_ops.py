@@ -1,4 +1,4 @@
-"""LpNormalization and Hardmax, each lowered as a few plan ops, on the cpu core against onnxruntime."""
+"""LpNormalization, Hardmax and Einsum, each lowered as a few plan ops, on the cpu core against onnxruntime."""
 
 from __future__ import annotations
 
@@ -41,3 +41,30 @@ def test_hardmax_marks_the_first_maximum(opset: int, axis: int) -> None:
     x = np.random.default_rng(opset + axis % 3).integers(0, 4, (2, 3, 4)).astype(np.float32)  # ties: the first one wins
     actual, expected = compare(single("Hardmax", [2, 3, 4], opset, axis=axis), x)
     np.testing.assert_array_equal(actual, expected)
+
+
+EQUATIONS = [
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),  # attention scores, as exporters write them
+    ("bhqk,bhkd->bhqd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),  # implicit output
+    ("i,j->ij", [(3,), (4,)]),  # outer product
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("ijk->kj", [(3, 4, 5)]),  # sum and transpose
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("bij,bjk->", [(2, 3, 4), (2, 4, 5)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EQUATIONS)
+def test_einsum(equation: str, shapes: list[tuple[int, ...]]) -> None:
+    rng = np.random.default_rng(len(equation))
+    feeds = {f"x{k}": rng.standard_normal(shape).astype(np.float32) for k, shape in enumerate(shapes)}
+    graph = helper.make_graph([helper.make_node("Einsum", list(feeds), ["y"], equation=equation)], "g",
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, v.shape)
+                               for name, v in feeds.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    actual = PROVIDERS["cpu"].compile(model, {}).run(feeds)["y"]
+    expected = run_onnxruntime(model, feeds)["y"]
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)

@@ -137,3 +137,13 @@ def test_plan_bytes_pack_sub_byte_values_low_bits_first() -> None:
     np.testing.assert_array_equal(round_trip.astype(np.int8), [1, -1, 2])
     assert epk.plan_bytes(np.array([1, 2, 3, 0, 1], ml_dtypes.uint2), "uint2") == bytes([0b00111001, 0b01])
     assert TensorProto.UINT2 == epk.DTYPES["uint2"]
+
+
+@pytest.mark.parametrize(("source", "target"), [("float32", "int32"), ("int64", "float64"), ("float16", "bfloat16"),
+                                                ("uint8", "float8_e4m3fn"), ("int4", "uint4")])
+def test_bit_cast_keeps_the_bits(source: str, target: str) -> None:
+    x = values(source)
+    m = model("BitCast", {"x": source}, target, opset=26, to=epk.DTYPES[target])
+    ours = PROVIDERS["cpu"].compile(m, {}).run({"x": x})["y"]
+    assert ours.dtype == epk.numpy_dtype(target)
+    assert epk.plan_bytes(ours, target) == epk.plan_bytes(x, source)

@@ -202,3 +202,18 @@ def test_non_zero_and_eye_like_of_known_values() -> None:
     check(single_node("NonZero", {"x": x}), {"x": x})
     y = data((3, 5))
     check(single_node("EyeLike", {"x": y}, k=1, dtype=onnx.TensorProto.INT64), {"x": y})
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_unique_of_a_known_input(axis: int | None) -> None:
+    x = RNG.integers(0, 3, (4, 3)).astype(np.int64)
+    attributes = {} if axis is None else {"axis": axis}
+    model = single_node("Unique", {"x": x}, opset=11, **attributes)
+    outputs = [helper.make_value_info(name, onnx.TypeProto()) for name in ("y", "indices", "inverse", "counts")]
+    model.graph.node[0].output[:] = ["y", "indices", "inverse", "counts"]
+    del model.graph.output[:]
+    model.graph.output.extend(outputs)
+    ours = PROVIDERS["cpu"].compile(model, {}).run({"x": x})
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for name, expected in zip(["y", "indices", "inverse", "counts"], session.run(None, {"x": x})):
+        np.testing.assert_array_equal(ours[name], expected, err_msg=name)

@@ -1,0 +1,325 @@
+/* Recurrent ops over float32: the LSTM plan op (default activations, layout 0: inputs X W R B initial_h initial_c;
+   params hidden size, direction) and the Recurrent plan op, which runs an RNN, GRU or LSTM cell with every option
+   (inputs X W R B sequence_lens initial_h initial_c P; outputs Y Y_h, and Y_c for LSTM; params cell, hidden size,
+   direction, layout, linear_before_reset, input_forget, clip flag, clip, then per direction and activation: code,
+   alpha, beta). Each batch row runs alone, so a row with a shorter sequence_lens stops early: its Y is zero past its
+   length and its Y_h (Y_c) holds the state at its last step (zero for a row of length 0, as onnxruntime gives). The
+   running state lives in Y_h (and Y_c). */
+#include "../ep_internal.h"
+
+enum { CELL_RNN, CELL_GRU, CELL_LSTM };
+enum { FIXED_PARAMS = 8, MAX_ACTIVATIONS = 3, ACTIVATION_KINDS = 11 };
+
+typedef struct activation {
+    int32_t kind; /* Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu,
+                     Softsign, Softplus */
+    float alpha, beta;
+} activation;
+
+typedef struct recurrent {
+    int32_t cell, gates, direction, dirs, layout, linear_before_reset, input_forget, clipped;
+    float clip;
+    int64_t seq, batch, input, hidden;
+    const ep_tensor *x, *w, *r, *bias, *lengths, *h0, *c0, *peep;
+    ep_tensor *y, *y_h, *y_c;
+    activation act[2][MAX_ACTIVATIONS];
+} recurrent;
+
+#if defined(__GNUC__) || defined(__clang__)
+typedef float rec_v8 __attribute__((vector_size(32)));
+
+/* A dot product in 8 partial sums (the order differs from a plain loop; the result stays within float rounding). */
+static float dot(const float *a, const float *b, int64_t n) {
+    rec_v8 acc = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        rec_v8 x, y;
+        __builtin_memcpy(&x, a + i, sizeof x);
+        __builtin_memcpy(&y, b + i, sizeof y);
+        acc += x * y;
+    }
+    float sum = 0.0f;
+    for (int k = 0; k < 8; k++) sum += acc[k];
+    for (; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+#else
+static float dot(const float *a, const float *b, int64_t n) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+#endif
+
+static float apply(const activation *a, float x) {
+    switch (a->kind) {
+    case 0: return ep_sigmoidf(x);
+    case 1: return ep_tanhf(x);
+    case 2: return x > 0.0f ? x : 0.0f;
+    case 3: return a->alpha * x + a->beta;
+    case 4: return x >= 0.0f ? x : a->alpha * x;
+    case 5: return x >= a->alpha ? x : 0.0f;
+    case 6: return a->alpha * ep_tanhf(a->beta * x);
+    case 7: {
+        float v = a->alpha * x + a->beta;
+        return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    }
+    case 8: return x >= 0.0f ? x : a->alpha * (ep_expf(x) - 1.0f);
+    case 9: return x / (1.0f + (x < 0.0f ? -x : x));
+    default: return x > 20.0f ? x : ep_logf(1.0f + ep_expf(x));
+    }
+}
+
+/* The activation of a clipped pre-activation (clip bounds it to [-clip, clip] when set). */
+static float activate(const recurrent *s, const activation *a, float x) {
+    if (s->clipped) x = x < -s->clip ? -s->clip : x > s->clip ? s->clip : x;
+    return apply(a, x);
+}
+
+static int dims_are(const ep_tensor *t, int32_t rank, int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t want[4] = {a, b, c, d};
+    if (!t || t->dtype != EP_F32 || t->rank != rank) return 0;
+    for (int32_t i = 0; i < rank; i++)
+        if (t->dims[i] != want[i]) return 0;
+    return 1;
+}
+
+/* A [dirs, batch, hidden] state (layout 0) or [batch, dirs, hidden] (layout 1). */
+static int is_state(const recurrent *s, const ep_tensor *t) {
+    return s->layout ? dims_are(t, 3, s->batch, s->dirs, s->hidden, 0)
+                     : dims_are(t, 3, s->dirs, s->batch, s->hidden, 0);
+}
+
+static ep_status check_shapes(const ep_node *n, const recurrent *s, char *error) {
+    int64_t h = s->hidden, g = s->gates;
+    if (h < 1 || h > ((int64_t)1 << 24)) return ep_fail(error, n, ": bad hidden size");
+    if (!dims_are(s->w, 3, s->dirs, g * h, s->input, 0) || !dims_are(s->r, 3, s->dirs, g * h, h, 0))
+        return ep_fail(error, n, ": W or R has the wrong shape");
+    if (s->bias && !dims_are(s->bias, 2, s->dirs, 2 * g * h, 0, 0)) return ep_fail(error, n, ": B has the wrong shape");
+    if (s->peep && !dims_are(s->peep, 2, s->dirs, 3 * h, 0, 0)) return ep_fail(error, n, ": P has the wrong shape");
+    if (s->lengths && (s->lengths->dtype != EP_I32 || s->lengths->rank != 1 || s->lengths->dims[0] != s->batch))
+        return ep_fail(error, n, ": sequence_lens must be int32 [batch]");
+    if ((s->h0 && !is_state(s, s->h0)) || (s->c0 && !is_state(s, s->c0)))
+        return ep_fail(error, n, ": an initial state has the wrong shape");
+    int y_ok = s->layout ? dims_are(s->y, 4, s->batch, s->seq, s->dirs, h)
+                         : dims_are(s->y, 4, s->seq, s->dirs, s->batch, h);
+    if (!y_ok || !is_state(s, s->y_h) || (s->cell == CELL_LSTM && !is_state(s, s->y_c)))
+        return ep_fail(error, n, ": an output has the wrong shape");
+    return EP_OK;
+}
+
+/* Reads X's sizes (after layout and direction are known) and checks every tensor. */
+static ep_status read_shapes(const ep_node *n, recurrent *s, char *error) {
+    if (!s->x || !s->w || !s->r) return ep_fail(error, n, ": X, W and R are required");
+    if (s->x->rank != 3 || s->x->dtype != EP_F32) return ep_fail(error, n, ": X must be float32 of rank 3");
+    s->seq = s->x->dims[s->layout ? 1 : 0];
+    s->batch = s->x->dims[s->layout ? 0 : 1];
+    s->input = s->x->dims[2];
+    s->dirs = s->direction == 2 ? 2 : 1;
+    return check_shapes(n, s, error);
+}
+
+static void default_activations(recurrent *s) {
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < MAX_ACTIVATIONS; k++) s->act[d][k] = (activation){k == 0 ? 0 : 1, 0.0f, 0.0f};
+}
+
+static ep_status read_lstm(const ep_node *n, recurrent *s, char *error) {
+    if (n->n_in != 6 || n->n_out != 3 || n->n_params != 2)
+        return ep_fail(error, n, ": wrong inputs, outputs or parameters");
+    *s = (recurrent){CELL_LSTM, 4, n->params[1], 1, 0, 0, 0, 0, 0.0f, 0, 0, 0, n->params[0],
+                     n->in[0], n->in[1], n->in[2], n->in[3], 0, n->in[4], n->in[5], 0,
+                     n->out[0], n->out[1], n->out[2], {{{0}}}};
+    if (s->direction < 0 || s->direction > 2) return ep_fail(error, n, ": bad direction");
+    default_activations(s);
+    return read_shapes(n, s, error);
+}
+
+static ep_status read_activations(const ep_node *n, recurrent *s, char *error) {
+    int32_t count = s->cell == CELL_RNN ? 1 : s->cell == CELL_GRU ? 2 : 3;
+    if (n->n_params != (uint32_t)(FIXED_PARAMS + 3 * count * s->dirs))
+        return ep_fail(error, n, ": bad parameter count");
+    for (int32_t d = 0; d < s->dirs; d++)
+        for (int32_t k = 0; k < count; k++) {
+            uint32_t at = (uint32_t)(FIXED_PARAMS + 3 * (d * count + k));
+            activation *a = &s->act[d][k];
+            *a = (activation){n->params[at], ep_param_f32(n, at + 1), ep_param_f32(n, at + 2)};
+            if (a->kind < 0 || a->kind >= ACTIVATION_KINDS) return ep_fail(error, n, ": unknown activation");
+        }
+    return EP_OK;
+}
+
+static ep_status read_recurrent(const ep_node *n, recurrent *s, char *error) {
+    if (n->n_in != 8 || n->n_out < 2 || n->n_out > 3 || n->n_params < FIXED_PARAMS)
+        return ep_fail(error, n, ": wrong inputs, outputs or parameters");
+    const int32_t *p = n->params;
+    *s = (recurrent){p[0], 0, p[2], 1, p[3], p[4], p[5], p[6], ep_param_f32(n, 7), 0, 0, 0, p[1],
+                     n->in[0], n->in[1], n->in[2], n->in[3], n->in[4], n->in[5], n->in[6], n->in[7],
+                     n->out[0], n->out[1], n->n_out == 3 ? n->out[2] : 0, {{{0}}}};
+    if (s->cell < CELL_RNN || s->cell > CELL_LSTM || s->direction < 0 || s->direction > 2 || (s->layout & ~1) ||
+        (s->linear_before_reset & ~1) || (s->input_forget & ~1) || (s->clipped & ~1) || !(s->clip >= 0.0f))
+        return ep_fail(error, n, ": bad parameters");
+    if ((s->cell == CELL_LSTM) != (n->n_out == 3) || (s->cell != CELL_LSTM && (s->c0 || s->peep)))
+        return ep_fail(error, n, ": initial_c, P and Y_c belong to LSTM only");
+    s->gates = s->cell == CELL_RNN ? 1 : s->cell == CELL_GRU ? 3 : 4;
+    s->dirs = s->direction == 2 ? 2 : 1;
+    ep_status status = read_activations(n, s, error);
+    return status == EP_OK ? read_shapes(n, s, error) : status;
+}
+
+static size_t scratch_bytes(const recurrent *s) {
+    int64_t floats = s->cell == CELL_GRU ? 7 * s->hidden : s->gates * s->hidden;
+    return (size_t)floats * sizeof(float);
+}
+
+static ep_status check_lstm(const ep_node *n, size_t *scratch, char *error) {
+    recurrent s;
+    ep_status status = read_lstm(n, &s, error);
+    if (status == EP_OK) *scratch = scratch_bytes(&s);
+    return status;
+}
+
+static ep_status check_recurrent(const ep_node *n, size_t *scratch, char *error) {
+    recurrent s;
+    ep_status status = read_recurrent(n, &s, error);
+    if (status == EP_OK) *scratch = scratch_bytes(&s);
+    return status;
+}
+
+/* Offsets of step t's input row and output row, and of a state row, for batch row b and direction dir. */
+static int64_t x_row(const recurrent *s, int64_t t, int64_t b) {
+    return (s->layout ? b * s->seq + t : t * s->batch + b) * s->input;
+}
+
+static int64_t y_row(const recurrent *s, int64_t t, int64_t dir, int64_t b) {
+    return (s->layout ? (b * s->seq + t) * s->dirs + dir : (t * s->dirs + dir) * s->batch + b) * s->hidden;
+}
+
+static int64_t state_row(const recurrent *s, int64_t dir, int64_t b) {
+    return (s->layout ? b * s->dirs + dir : dir * s->batch + b) * s->hidden;
+}
+
+/* The weights of one direction: W, R, the W and R biases (zero when B is absent) and the peepholes. */
+typedef struct direction_weights {
+    const float *w, *r, *wb, *rb, *peep;
+    const activation *act;
+} direction_weights;
+
+static float at_or_zero(const float *v, int64_t i) { return v ? v[i] : 0.0f; }
+
+/* gates[g] = Wb[g] + Rb[g] + W[g] . x + R[g] . h for the first `count` gate rows. */
+static void gate_sums(const recurrent *s, const direction_weights *d, const float *x, const float *h, int64_t count,
+                      float *gates) {
+    for (int64_t g = 0; g < count; g++) {
+        float acc = at_or_zero(d->wb, g) + at_or_zero(d->rb, g);
+        gates[g] = acc + dot(d->w + g * s->input, x, s->input) + dot(d->r + g * s->hidden, h, s->hidden);
+    }
+}
+
+static void rnn_step(const recurrent *s, const direction_weights *d, const float *x, float *h, float *scratch) {
+    gate_sums(s, d, x, h, s->hidden, scratch);
+    for (int64_t k = 0; k < s->hidden; k++) h[k] = activate(s, &d->act[0], scratch[k]);
+}
+
+/* GRU gates z, r, h: scratch holds W x + Wb (3 hidden), R h + Rb for z and r (2 hidden), then the candidate. */
+static void gru_step(const recurrent *s, const direction_weights *d, const float *x, float *h, float *scratch) {
+    int64_t hs = s->hidden;
+    float *wx = scratch, *rh = scratch + 3 * hs, *candidate = scratch + 5 * hs, *reset_h = scratch + 6 * hs;
+    for (int64_t g = 0; g < 3 * hs; g++) wx[g] = at_or_zero(d->wb, g) + dot(d->w + g * s->input, x, s->input);
+    for (int64_t g = 0; g < 2 * hs; g++) rh[g] = at_or_zero(d->rb, g) + dot(d->r + g * hs, h, hs);
+    for (int64_t k = 0; k < 2 * hs; k++) rh[k] = activate(s, &d->act[0], wx[k] + rh[k]);
+    const float *update = rh, *reset = rh + hs, *rh_weights = d->r + 2 * hs * hs;
+    for (int64_t k = 0; k < hs; k++) reset_h[k] = reset[k] * h[k];
+    for (int64_t k = 0; k < hs; k++) {
+        float bias = at_or_zero(d->rb, 2 * hs + k), sum;
+        if (s->linear_before_reset)
+            sum = wx[2 * hs + k] + reset[k] * (dot(rh_weights + k * hs, h, hs) + bias);
+        else
+            sum = wx[2 * hs + k] + dot(rh_weights + k * hs, reset_h, hs) + bias;
+        candidate[k] = activate(s, &d->act[1], sum);
+    }
+    for (int64_t k = 0; k < hs; k++) h[k] = (1.0f - update[k]) * candidate[k] + update[k] * h[k];
+}
+
+/* LSTM gates i, o, f, c with peepholes P[i, o, f]; input_forget couples the forget gate to 1 - input gate. */
+static void lstm_step(const recurrent *s, const direction_weights *d, const float *x, float *h, float *cell,
+                      float *gates) {
+    int64_t hs = s->hidden;
+    gate_sums(s, d, x, h, 4 * hs, gates);
+    for (int64_t k = 0; k < hs; k++) {
+        float c = cell[k];
+        float in_gate = activate(s, &d->act[0], gates[k] + at_or_zero(d->peep, k) * c);
+        float forget_sum = gates[2 * hs + k] + at_or_zero(d->peep, 2 * hs + k) * c;
+        float forget = s->input_forget ? 1.0f - in_gate : activate(s, &d->act[0], forget_sum);
+        float candidate = activate(s, &d->act[1], gates[3 * hs + k]);
+        c = forget * c + in_gate * candidate;
+        float out_gate = activate(s, &d->act[0], gates[hs + k] + at_or_zero(d->peep, hs + k) * c);
+        cell[k] = c;
+        h[k] = out_gate * apply(&d->act[2], c);
+    }
+}
+
+static direction_weights weights_of(const recurrent *s, int64_t dir) {
+    int64_t gh = s->gates * s->hidden;
+    const float *bias = s->bias ? (const float *)s->bias->data + dir * 2 * gh : 0;
+    return (direction_weights){(const float *)s->w->data + dir * gh * s->input,
+                               (const float *)s->r->data + dir * gh * s->hidden, bias, bias ? bias + gh : 0,
+                               s->peep ? (const float *)s->peep->data + dir * 3 * s->hidden : 0, s->act[dir]};
+}
+
+static void copy_or_zero(float *dst, const ep_tensor *src, int64_t at, int64_t n) {
+    for (int64_t k = 0; k < n; k++) dst[k] = src ? ((const float *)src->data)[at + k] : 0.0f;
+}
+
+/* One direction over batch row b for its `length` steps (from the end for the reverse direction). */
+static void run_row(const recurrent *s, int64_t dir, int64_t b, int64_t length, float *scratch) {
+    int reverse = s->direction == 1 || dir == 1;
+    direction_weights d = weights_of(s, dir);
+    int64_t at = state_row(s, dir, b);
+    float *h = (float *)s->y_h->data + at, *cell = s->y_c ? (float *)s->y_c->data + at : 0;
+    float *y = (float *)s->y->data;
+    copy_or_zero(h, length ? s->h0 : 0, at, s->hidden);
+    if (cell) copy_or_zero(cell, length ? s->c0 : 0, at, s->hidden);
+    for (int64_t step = 0; step < s->seq; step++) {
+        int64_t t = reverse ? length - 1 - step : step;
+        float *yt = y + y_row(s, step < length ? t : step, dir, b);
+        if (step >= length) {
+            copy_or_zero(yt, 0, 0, s->hidden);
+            continue;
+        }
+        const float *xt = (const float *)s->x->data + x_row(s, t, b);
+        if (s->cell == CELL_RNN) rnn_step(s, &d, xt, h, scratch);
+        else if (s->cell == CELL_GRU) gru_step(s, &d, xt, h, scratch);
+        else lstm_step(s, &d, xt, h, cell, scratch);
+        for (int64_t k = 0; k < s->hidden; k++) yt[k] = h[k];
+    }
+}
+
+static ep_status run(const recurrent *s, const ep_context *ctx) {
+    const int32_t *lengths = s->lengths ? (const int32_t *)s->lengths->data : 0;
+    for (int64_t b = 0; b < s->batch; b++)
+        if (lengths && (lengths[b] < 0 || lengths[b] > s->seq)) {
+            ep_message(ctx->error, "Recurrent", ": sequence_lens outside [0, sequence length]", -1);
+            return EP_ERR_RUNTIME;
+        }
+    for (int64_t dir = 0; dir < s->dirs; dir++)
+        for (int64_t b = 0; b < s->batch; b++) run_row(s, dir, b, lengths ? lengths[b] : s->seq, ctx->scratch);
+    return EP_OK;
+}
+
+static ep_status run_lstm(const ep_node *n, const ep_context *ctx) {
+    recurrent s;
+    char unused[EP_ERROR_CAPACITY];
+    read_lstm(n, &s, unused);
+    return run(&s, ctx);
+}
+
+static ep_status run_recurrent(const ep_node *n, const ep_context *ctx) {
+    recurrent s;
+    char unused[EP_ERROR_CAPACITY];
+    read_recurrent(n, &s, unused);
+    return run(&s, ctx);
+}
+
+const ep_kernel ep_kernel_lstm = {"LSTM", check_lstm, run_lstm};
+const ep_kernel ep_kernel_recurrent = {"Recurrent", check_recurrent, run_recurrent};

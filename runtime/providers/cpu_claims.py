@@ -104,6 +104,13 @@ def recurrent_limit(node: onnx.NodeProto, values: Values) -> str | None:
     return None
 
 
+def nms_thresholds_given(node: onnx.NodeProto, values: Values) -> str | None:
+    """NonMaxSuppression is computed by onnx's reference when the plan is lowered, which fails without
+    max_output_boxes_per_class or iou_threshold."""
+    given = len(node.input) > 3 and node.input[2] and node.input[3]
+    return None if given else "max_output_boxes_per_class and iou_threshold must be given"
+
+
 def resize_limit(node: onnx.NodeProto, values: Values) -> str | None:
     if attribute(node, "mode", "nearest") not in ("nearest", "linear"):
         return "only nearest and linear modes"
@@ -123,6 +130,7 @@ LIMITS: dict[str, Limit] = {
     "first_input_f32": input_types({0: F32}), "first_input_float": input_types({0: WIDE_FLOATS}),
     "numeric_operands": input_types({0: WIDE_NUMBERS, 1: WIDE_NUMBERS}), "index_indices": input_types({1: INDEX}),
     "dequantize_types": input_types({0: QUANTIZED, 1: SCALES}),
+    "nms_thresholds_given": nms_thresholds_given,
 }
 """The limits ops.toml names; `constants:1,2` is made by `constants(1, 2)`, `weights:1,2` by `weights(1, 2)`."""
 

@@ -1,5 +1,6 @@
 """Emitters of ops the core runs as a few plan ops: LpNormalization (a Reduce, a Div and a Where for zero norms),
-Hardmax (ArgExtreme, then OneHot over the same axis) and Einsum (Reduce, Transpose and batched MatMul)."""
+Hardmax (ArgExtreme, then OneHot over the same axis), Einsum (Reduce, Transpose and batched MatMul),
+InstanceNormalization (LayerNorm and ChannelAffine) and LRN (elementwise ops around a Conv of ones)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from edgepack.runtime.native.epk import REDUCE
+from edgepack.runtime.native.epk import F32, REDUCE
 
 from ..values import Runtime, attributes
-from . import dtype_of, emitter, shape_of, unsupported
+from . import EMITTERS, constant, dtype_of, emitter, shape_of, unsupported
 from .tensor_ops import binary
 
 if TYPE_CHECKING:
@@ -154,3 +155,45 @@ def reshaped(lw: Lowering, value: Any, shape: tuple[int, ...], name: str) -> Any
 def renamed(lw: Lowering, value: Any, name: str) -> Any:
     """`value` under the node's output name (a Copy that shares its buffer), unless it is a constant."""
     return lw.alias(name, value, value.shape) if isinstance(value, Runtime) else value
+
+
+@emitter("InstanceNormalization")
+def emit_instance_norm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """Each channel of each image normalized over its spatial axes (LayerNorm from axis 2, unscaled), then the
+    per-channel scale and bias (ChannelAffine)."""
+    x, scale, bias = inputs
+    shape = shape_of(x)
+    if dtype_of(x) != "float32" or len(shape) < 3:
+        raise unsupported(node, "float32 with spatial axes only")
+    spatial = int(np.prod(shape[2:], dtype=np.int64))
+    normalized = lw.arena(f"{node.output[0]}/normalized", "float32", shape)
+    lw.emit("LayerNorm", [x, np.ones(spatial, np.float32)], [normalized],
+            [2, F32(attributes(node).get("epsilon", 1e-5))])
+    out = lw.arena(node.output[0], "float32", shape)
+    lw.emit("ChannelAffine", [normalized, *(constant(node, v, "scale and bias").astype(np.float32)
+                                            for v in (scale, bias))], [out])
+    return [out]
+
+
+@emitter("LRN")
+def emit_lrn(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """x / (bias + alpha / size * the sum of squares over `size` neighbouring channels) ^ beta: the window sum is a
+    Conv of ones over the squares seen as [N, 1, C, spatial]."""
+    x = inputs[0]
+    shape = shape_of(x)
+    if dtype_of(x) != "float32" or len(shape) < 3:
+        raise unsupported(node, "float32 with spatial axes only")
+    attrs = attributes(node)
+    size, name = int(attrs["size"]), node.output[0]
+    squares = binary(lw, "Mul", x, x, f"{name}/squares")
+    columns = (shape[0], 1, shape[1], int(np.prod(shape[2:], dtype=np.int64)))
+    window = onnx.helper.make_node("Conv", [f"{name}/columns", f"{name}/ones"], [f"{name}/window"],
+                                   kernel_shape=[size, 1],
+                                   pads=[(size - 1) // 2, 0, size - 1 - (size - 1) // 2, 0])
+    sums, = EMITTERS["Conv"](lw, window, [lw.alias(f"{name}/columns", squares, columns),
+                                          np.ones((1, 1, size, 1), np.float32)])
+    scaled = binary(lw, "Mul", lw.alias(f"{name}/sums", sums, shape),
+                    np.array(attrs.get("alpha", 1e-4) / size, np.float32), f"{name}/scaled")
+    base = binary(lw, "Add", scaled, np.array(attrs.get("bias", 1.0), np.float32), f"{name}/base")
+    divisor = binary(lw, "Pow", base, np.array(attrs.get("beta", 0.75), np.float32), f"{name}/divisor")
+    return [binary(lw, "Div", x, divisor, name)]

@@ -1,11 +1,13 @@
-"""LpNormalization, Hardmax and Einsum, each lowered as a few plan ops, on the cpu core against onnxruntime."""
+"""LpNormalization, Hardmax, Einsum, InstanceNormalization and LRN, each lowered as a few plan ops, on the cpu core
+against onnxruntime."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
@@ -68,3 +70,27 @@ def test_einsum(equation: str, shapes: list[tuple[int, ...]]) -> None:
     expected = run_onnxruntime(model, feeds)["y"]
     assert actual.shape == expected.shape
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (1, 4, 7)])
+def test_instance_normalization(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(len(shape))
+    x = rng.normal(2.0, 3.0, shape).astype(np.float32)
+    scale, bias = rng.standard_normal(shape[1]).astype(np.float32), rng.standard_normal(shape[1]).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                              [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(bias, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)])
+    actual, expected = compare(model, x)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [1, 3, 4, 5])
+def test_lrn_sums_squares_over_neighbouring_channels(size: int) -> None:
+    """Against onnxruntime for odd sizes; onnx's ReferenceEvaluator for even ones, which onnxruntime refuses."""
+    x = np.random.default_rng(size).standard_normal((2, 6, 3, 4)).astype(np.float32)
+    model = single("LRN", [2, 6, 3, 4], 13, size=size, alpha=0.01, beta=0.6, bias=2.0)
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"] if size % 2 else ReferenceEvaluator(model).run(None, {"x": x})[0]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)

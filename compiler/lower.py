@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from edgepack.runtime.capability import Values
+from edgepack.runtime.capability import MAX_VALUE_ELEMENTS, RANDOM_OPS, Values
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.function_bodies import defines_body, function_nodes
 from edgepack.runtime.native import epk
@@ -20,6 +20,7 @@ from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
 
 from .arena import plan_arena
 from .emitters import EMITTERS, NotConstant
+from .folding import fold_node, shape_value
 from .narrowed import lower_in_float32, takes_float32_copies
 from .patterns import rewrite_hard_swish
 from .quantized import SLOTS, Quantized, follow, from_dequantize, from_half_cast, scratch_bytes
@@ -69,7 +70,6 @@ class NeedsValues(EdgepackError):
 
 SHAPE_FIRST = ("ConstantOfShape", "Range")
 """Ops whose first input (not only later ones) gives their output's shape."""
-MAX_VALUE_ELEMENTS = 64
 """The largest model input a plan is lowered for the value of (shapes, axes, scales are small)."""
 
 
@@ -87,7 +87,9 @@ class Lowering:
         self.missing: list[str] = []
         self.weights: dict[int, tuple[int, Any]] = {}
         self.uses = _uses(model.graph)
-        self.model_inputs: dict[int, str] = {}
+        self.derived: dict[int, frozenset[str]] = {}
+        """Run-time values computed from model inputs and constants only, with the names of those inputs: the plan
+        can be lowered for the inputs' values, and the values are then constants."""
         self.graph_outputs = {o.name for o in model.graph.output}
 
     # tensors and ops
@@ -188,12 +190,13 @@ class Lowering:
         return results
 
     def raise_if_inputs_shape(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> None:
-        """NeedsValues when model inputs (small ones, past the data input) could give the node's output shapes."""
+        """NeedsValues when small values derived from model inputs (past the data input) could give the node's output
+        shapes."""
         first = 0 if node.op_type in SHAPE_FIRST else 1
-        names = [self.model_inputs[v.index] for v in inputs[first:]
-                 if isinstance(v, Runtime) and v.index in self.model_inputs and np.prod(v.shape) <= MAX_VALUE_ELEMENTS]
+        names = {name for v in inputs[first:] if isinstance(v, Runtime) and v.index in self.derived and
+                 np.prod(v.shape) <= MAX_VALUE_ELEMENTS for name in self.derived[v.index]}
         if names:
-            raise NeedsValues(names, node)
+            raise NeedsValues(sorted(names), node)
 
     def outputs(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> list[Runtime]:
         return [self.arena(name, dtype, shape) for name, (dtype, shape) in zip(node.output, self.infer(node, inputs))]
@@ -229,16 +232,31 @@ class Lowering:
                 (quantized := follow(node, inputs[0], *self.infer(node, inputs)[0][::-1])) is not None:
             values = [quantized]
         elif all(not isinstance(v, Runtime) for v in inputs) and not _has_subgraph(node):
-            values = _fold(node, inputs, self.model)
+            values = fold_node(node, inputs, self.model)
         elif node.op_type in ("Shape", "Size") and isinstance(inputs[0], Runtime):
-            values = [_shape_value(node, inputs[0].shape)]
+            values = [shape_value(node, inputs[0].shape)]
         elif node.domain in ("", "ai.onnx") and node.op_type in EMITTERS:
             values = self.emit_or_expand(node, inputs, scope)
         else:
             values = self.lower_without_emitter(node, inputs, scope)
+        self.track_derived(node, inputs, values)
         for name, value in zip(node.output, values):
             if name:
                 scope[name] = value
+
+    def track_derived(self, node: onnx.NodeProto, inputs: list[Any], outputs: list[Any]) -> None:
+        """Records the node's run-time outputs as derived when it reads only derived values and constants."""
+        if _has_subgraph(node) or node.op_type in RANDOM_OPS:
+            return
+        roots: set[str] = set()
+        for value in inputs:
+            if isinstance(value, Runtime):
+                if value.index not in self.derived:
+                    return
+                roots |= self.derived[value.index]
+        for value in outputs:
+            if roots and isinstance(value, Runtime):
+                self.derived.setdefault(value.index, frozenset(roots))
 
     def lower_without_emitter(self, node: onnx.NodeProto, inputs: list[Any], scope: Scope) -> list[Any]:
         """A node no emitter covers: through its ONNX function body, or reported as missing."""
@@ -261,13 +279,13 @@ class Lowering:
                 return lower_in_float32(self, node, inputs)
             return EMITTERS[node.op_type](self, node, inputs)
         except NotConstant as error:
-            if error.value.index in self.model_inputs:
-                raise NeedsValues([self.model_inputs[error.value.index]], node) from error
+            if error.value.index in self.derived:
+                raise NeedsValues(sorted(self.derived[error.value.index]), node) from error
             raise
 
     def fold(self, node: onnx.NodeProto, inputs: Sequence[Any]) -> list[np.ndarray]:
         """The node's outputs computed now from its known inputs."""
-        return _fold(node, inputs, self.model)
+        return fold_node(node, inputs, self.model)
 
     def claim_refusal(self, node: onnx.NodeProto, inputs: Sequence[Value | None]) -> str | None:
         """What the core's claims (ops.toml) say against this node at these values, or None."""
@@ -395,33 +413,6 @@ def _has_subgraph(node: onnx.NodeProto) -> bool:
     return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
 
 
-def _shape_value(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
-    if node.op_type == "Size":
-        return np.array(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
-    attrs = attributes(node)
-    rank = len(shape)
-    start, end = attrs.get("start", 0), attrs.get("end", rank)
-    return np.array(shape[slice(start, end)], dtype=np.int64)
-
-
-def _fold(node: onnx.NodeProto, inputs: Sequence[Any], model: onnx.ModelProto) -> list[np.ndarray]:
-    """Computes a node whose inputs are all constants with the reference provider's evaluator."""
-    from onnx.reference import ReferenceEvaluator
-
-    from edgepack.runtime.providers.reference import FIXES
-
-    names = [name for name in node.input if name]
-    feeds = {name: np.asarray(value) for name, value in zip(node.input, inputs) if name}
-    graph = onnx.helper.make_graph(
-        [node], "fold", [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(feeds[n].dtype),
-                                                              feeds[n].shape) for n in dict.fromkeys(names)],
-        [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o])
-    single = onnx.helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
-    results = ReferenceEvaluator(single, new_ops=FIXES).run(None, {n: feeds[n] for n in dict.fromkeys(names)})
-    values = iter(results)
-    return [np.asarray(next(values)) if name else None for name in node.output]
-
-
 def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> dict[str, tuple[str, tuple[int, ...]]]:
     initializers = {i.name for i in graph.initializer}
     found = {}
@@ -452,7 +443,8 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
     for name, (dtype, shape) in _input_shapes(model.graph, shapes or {}).items():
         value = lowering.arena(name, dtype, shape)
         scope[name] = value
-        lowering.model_inputs[value.index] = name
+        if np.prod(shape) <= MAX_VALUE_ELEMENTS:
+            lowering.derived[value.index] = frozenset({name})
         inputs.append(value.index)
         if values and name in values:
             pinned = np.asarray(values[name])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx
 
 from .function_bodies import function_nodes
@@ -46,9 +47,12 @@ class Values:
     known: set[str] = field(default_factory=set)
     """Values known once input shapes are fixed: constants, shapes and sizes, and what is computed from them only."""
     model_inputs: set[str] = field(default_factory=set)
-    """The model's own inputs (of the top graph): a plan can be lowered for their values."""
+    """The model's own small inputs (of the top graph; at most MAX_VALUE_ELEMENTS, every dim static) and values
+    computed from them and known values only: a plan can be lowered for the inputs' values, which makes these known."""
 
 
+MAX_VALUE_ELEMENTS = 64
+"""The most elements a model input may have for a plan to be lowered per value of it."""
 RANDOM_OPS = {"RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 """Ops whose outputs differ from run to run even on constant inputs."""
 
@@ -58,7 +62,8 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
     A node without subgraphs whose inputs are all constants (a weight's DequantizeLinear, Reshape and Cast) makes
     constants too; Shape and Size, and nodes reading only known values, make known values."""
     values = Values(dict(outer.types), dict(outer.shapes), set(outer.constants), set(outer.known),
-                    outer.model_inputs) if outer else Values(model_inputs={v.name for v in graph.input})
+                    set(outer.model_inputs)) if outer else Values(model_inputs={v.name for v in graph.input
+                                                                                 if _is_small(v)})
     for value in [*graph.input, *graph.output, *graph.value_info]:
         kind = value.type.WhichOneof("value")
         if kind == "tensor_type" and value.type.tensor_type.elem_type:
@@ -86,7 +91,15 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
         if node.op_type in ("Shape", "Size") or (node.op_type == "Constant" and node.output) or \
                 _computes_constants(node, values.known):
             values.known.update(name for name in node.output if name)
+        elif _computes_constants(node, values.known | values.model_inputs):
+            values.model_inputs.update(name for name in node.output if name)
     return values
+
+
+def _is_small(value: onnx.ValueInfoProto) -> bool:
+    dims = value.type.tensor_type.shape.dim if value.type.HasField("tensor_type") else None
+    return dims is not None and value.type.tensor_type.HasField("shape") and \
+        all(d.HasField("dim_value") for d in dims) and int(np.prod([d.dim_value for d in dims])) <= MAX_VALUE_ELEMENTS
 
 
 def _computes_constants(node: onnx.NodeProto, constants: set[str]) -> bool:

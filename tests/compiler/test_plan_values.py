@@ -10,6 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from edgepack.compiler.lower import NeedsValues, lower
+from edgepack.runtime.capability import graph_values
 from edgepack.runtime.native.binding import NativeSession
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
@@ -61,3 +62,32 @@ def test_a_plan_refuses_a_value_it_was_not_lowered_for() -> None:
     np.testing.assert_allclose(session.run(lowered_for)["y"], lowered_for["x"].reshape(6, 4).sum(0), rtol=1e-6)
     with pytest.raises(Exception, match="lowered for"):
         session.run(feeds([6, 4], 1))
+
+
+def pad_by_computed_amount() -> onnx.ModelProto:
+    """y = Pad(x, Concat(0, n + 1)): the pads are computed from the model input n, not given by it."""
+    nodes = [helper.make_node("Add", ["n", "one"], ["n1"]),
+             helper.make_node("Concat", ["zero", "n1"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5]),
+                                           helper.make_tensor_value_info("n", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+                               helper.make_tensor("zero", TensorProto.INT64, [1], [0])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_values_computed_from_model_inputs_are_lowered_for_those_inputs() -> None:
+    """The claims accept the computed pads; the lowering asks for `n`, the input they come from."""
+    model = pad_by_computed_amount()
+    inferred = onnx.shape_inference.infer_shapes(model)
+    assert PROVIDERS["cpu"].capability.graph_refusal(inferred.graph, {"": 18}, graph_values(inferred.graph)) is None
+    with pytest.raises(NeedsValues) as raised:
+        lower(model)
+    assert raised.value.names == ["n"]
+    x = np.arange(5, dtype=np.float32)
+    partition = PROVIDERS["cpu"].compile(model, {})
+    for n in (0, 2, 0):
+        feeds = {"x": x, "n": np.array([n], np.int64)}
+        np.testing.assert_array_equal(partition.run(feeds)["y"], run_onnxruntime(model, feeds)["y"])
+    assert len(partition.sessions) == 2

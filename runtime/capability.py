@@ -103,7 +103,7 @@ def _is_small(value: onnx.ValueInfoProto) -> bool:
 
 
 def _computes_constants(node: onnx.NodeProto, constants: set[str]) -> bool:
-    inputs = [name for name in node.input if name]
+    inputs = [name for name in (node.input[:1] if node.op_type == "CastLike" else node.input) if name]
     has_subgraph = any(attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for attr in node.attribute)
     return bool(inputs) and not has_subgraph and node.op_type not in RANDOM_OPS and all(n in constants for n in inputs)
 

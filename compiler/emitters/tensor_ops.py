@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from edgepack.runtime.native import epk
 from edgepack.runtime.native.epk import ACTIVATIONS, BINARY, F32, UNARY
 
 from ..values import Runtime, Value, attributes
@@ -162,7 +163,11 @@ def emit_expand(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
 
 @emitter("Cast", "CastLike")
 def emit_cast(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    """Cast; the kernel saturates float8 unless the node says `saturate = 0`, the one parameter it then gets."""
+    """Cast; the kernel saturates float8 unless the node says `saturate = 0`, the one parameter it then gets. A
+    CastLike of a constant (whose other input gives only a dtype) is folded."""
+    if not isinstance(inputs[0], Runtime):
+        (dtype, _), = lw.infer(node, inputs)
+        return [np.asarray(inputs[0]).astype(epk.numpy_dtype(dtype))]
     out, = lw.outputs(node, inputs)
     lw.emit("Cast", inputs[:1], [out], [0] if attributes(node).get("saturate", 1) == 0 else [])
     return [out]

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from edgepack.runtime.capability import MAX_VALUE_ELEMENTS, RANDOM_OPS, Values
+from edgepack.runtime.capability import MAX_VALUE_ELEMENTS, RANDOM_OPS, Values, outer_reads
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.function_bodies import defines_body, function_nodes
 from edgepack.runtime.native import epk
@@ -239,17 +239,18 @@ class Lowering:
             values = self.emit_or_expand(node, inputs, scope)
         else:
             values = self.lower_without_emitter(node, inputs, scope)
-        self.track_derived(node, inputs, values)
+        self.track_derived(node, [*inputs, *(scope.get(name) for name in outer_reads(node))], values)
         for name, value in zip(node.output, values):
             if name:
                 scope[name] = value
 
-    def track_derived(self, node: onnx.NodeProto, inputs: list[Any], outputs: list[Any]) -> None:
-        """Records the node's run-time outputs as derived when it reads only derived values and constants."""
-        if _has_subgraph(node) or node.op_type in RANDOM_OPS:
+    def track_derived(self, node: onnx.NodeProto, reads: list[Any], outputs: list[Any]) -> None:
+        """Records the node's run-time outputs as derived when it reads (its subgraphs too) only derived values and
+        constants."""
+        if node.op_type in RANDOM_OPS:
             return
         roots: set[str] = set()
-        for value in inputs:
+        for value in reads:
             if isinstance(value, Runtime):
                 if value.index not in self.derived:
                     return

@@ -86,7 +86,7 @@ def graph_values(graph: onnx.GraphProto, outer: Values | None = None) -> Values:
                 if attr.type == onnx.AttributeProto.TENSOR:
                     values.types[node.output[0]] = onnx.helper.tensor_dtype_to_np_dtype(attr.t.data_type).name
                     values.shapes[node.output[0]] = list(attr.t.dims)
-        elif _computes_constants(node, values.constants):
+        elif _computes_constants(node, values.constants, subgraphs=False):
             values.constants.update(name for name in node.output if name)
         if node.op_type in ("Shape", "Size") or (node.op_type == "Constant" and node.output) or \
                 _computes_constants(node, values.known):
@@ -102,10 +102,27 @@ def _is_small(value: onnx.ValueInfoProto) -> bool:
         all(d.HasField("dim_value") for d in dims) and int(np.prod([d.dim_value for d in dims])) <= MAX_VALUE_ELEMENTS
 
 
-def _computes_constants(node: onnx.NodeProto, constants: set[str]) -> bool:
+def _computes_constants(node: onnx.NodeProto, constants: set[str], subgraphs: bool = True) -> bool:
+    """Whether the node computes from `constants` only (what its subgraphs read too; with `subgraphs` False, a node
+    with a subgraph never does)."""
     inputs = [name for name in (node.input[:1] if node.op_type == "CastLike" else node.input) if name]
-    has_subgraph = any(attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for attr in node.attribute)
-    return bool(inputs) and not has_subgraph and node.op_type not in RANDOM_OPS and all(n in constants for n in inputs)
+    if not subgraphs and any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return False
+    reads = outer_reads(node)
+    return bool(inputs) and node.op_type not in RANDOM_OPS and all(name in constants for name in [*inputs, *reads])
+
+
+def outer_reads(node: onnx.NodeProto) -> set[str]:
+    """The names a node's subgraphs read from the scopes around them."""
+    names: set[str] = set()
+    for attr in node.attribute:
+        for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            inner = {v.name for v in body.input} | {t.name for t in body.initializer} | \
+                {name for n in body.node for name in n.output}
+            for n in body.node:
+                names |= {name for name in [*n.input, *outer_reads(n)] if name and name not in inner}
+            names |= {v.name for v in body.output if v.name not in inner}
+    return names
 
 
 class Capability:

@@ -32,3 +32,18 @@ def test_a_node_with_a_subgraph_does_not_make_constants() -> None:
     graph = helper.make_graph([helper.make_node("If", ["flag"], ["out"], then_branch=branch, else_branch=branch)],
                               "g", [], [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1])], [flag, value])
     assert "out" not in graph_values(graph).constants
+
+
+def test_an_if_reading_only_known_values_makes_known_values_but_not_constants() -> None:
+    """What an If's branches read from outside counts with its condition (the lowering folds it once they are known);
+    a model input among them makes the outputs values a plan can be lowered for."""
+    branch = helper.make_graph([helper.make_node("Identity", ["c"], ["inner"])], "branch", [],
+                               [helper.make_tensor_value_info("inner", TensorProto.FLOAT, [1])])
+    flag = numpy_helper.from_array(np.array(True), "flag")
+    value = numpy_helper.from_array(np.ones(1, np.float32), "c")
+    node = helper.make_node("If", ["flag"], ["out"], then_branch=branch, else_branch=branch)
+    known = graph_values(helper.make_graph([node], "g", [], [], [flag, value]))
+    assert "out" in known.known and "out" not in known.constants
+    from_input = graph_values(helper.make_graph([node], "g", [helper.make_tensor_value_info("flag", TensorProto.BOOL,
+                                                                                            [])], [], [value]))
+    assert "out" in from_input.model_inputs and "out" not in from_input.known

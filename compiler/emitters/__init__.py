@@ -1,6 +1,9 @@
 """Emitters: one function per ONNX op type that turns a node (at concrete shapes) into plan ops, one module per op
-family (`tensor_ops`: elementwise, shape and layout ops; `nn_ops`: convolutions, products, pooling, normalization,
-reductions, LSTM). Registered in `EMITTERS`; an op missing here is reported by the lowering with its node name."""
+family (`tensor_ops`: elementwise, shape and layout ops; `nn_ops`: convolutions, products, normalization, reductions;
+`pool_ops`; `recurrent_ops`: RNN, GRU, LSTM; `index_ops`: indexed reads and writes, fills, selections; `sampling_ops`:
+Resize, GridSample; `signal_ops`: DFT, STFT, windows; `detection_ops`: RoiAlign, MaxUnpool, NonMaxSuppression;
+`quant_ops`: the quantized ops; `composite_ops`: ops lowered as a few plan ops). Registered in `EMITTERS`; an op
+missing here is reported by the lowering with its node name."""
 
 from __future__ import annotations
 
@@ -66,8 +69,16 @@ def shape_of(value: Value) -> tuple[int, ...]:
     return value.shape if isinstance(value, Runtime) else tuple(np.asarray(value).shape)
 
 
-# the reshape family: outputs share their input's buffer
-
-
-from . import (composite_ops, detection_ops, index_ops, nn_ops, pool_ops, quant_ops, recurrent_ops,  # noqa: E402,F401
-               sampling_ops, signal_ops, tensor_ops)  # (registration)
+# registration: each module's @emitter functions fill EMITTERS
+from . import (  # noqa: E402,F401
+    composite_ops,
+    detection_ops,
+    index_ops,
+    nn_ops,
+    pool_ops,
+    quant_ops,
+    recurrent_ops,
+    sampling_ops,
+    signal_ops,
+    tensor_ops,
+)

@@ -1,4 +1,4 @@
-"""Emitters of convolutions, matrix products, pooling, normalization and reductions."""
+"""Emitters of convolutions, matrix products, normalization and reductions."""
 
 from __future__ import annotations
 
@@ -136,26 +136,7 @@ def emit_gemm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     return [out]
 
 
-# pools and normalization
-
-
-@emitter("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
-def emit_pool(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    x = inputs[0]
-    if dtype_of(x) != "float32":
-        raise unsupported(node, "float32 only")
-    if len([o for o in node.output if o]) > 1:
-        raise unsupported(node, "the Indices output is not supported")
-    attrs = attributes(node)
-    spatial = shape_of(x)[2:]
-    kernel = list(spatial) if node.op_type.startswith("Global") else list(attrs["kernel_shape"])
-    strides, begin, end, dilations = _spatial_params(node, spatial, kernel)
-    out, = lw.outputs(node, inputs[:1])
-    is_max = node.op_type in ("MaxPool", "GlobalMaxPool")
-    params = [0 if is_max else 1, attrs.get("count_include_pad", 0), *_kernel2d(kernel), *strides, *begin, *end,
-              *dilations]
-    lw.emit("Pool", [x], [out], params)
-    return [out]
+# normalization
 
 
 @emitter("Softmax", "LogSoftmax")

@@ -270,30 +270,4 @@ def emit_pad(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]
     return [out]
 
 
-COORDINATES = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3,
-               "tf_half_pixel_for_nearest": 4}
-NEAREST = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
-
-
-@emitter("Resize")
-def emit_resize(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    x = inputs[0]
-    attrs = attributes(node)
-    mode = attrs.get("mode", "nearest")
-    transform = attrs.get("coordinate_transformation_mode", "half_pixel" if lw.opset >= 11 else "asymmetric")
-    if mode not in ("nearest", "linear") or transform not in COORDINATES or attrs.get("antialias", 0) \
-            or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch" or "axes" in attrs:
-        raise unsupported(node, "only nearest and linear modes with the common coordinate transforms are supported")
-    out, = lw.outputs(node, inputs)
-    shape = shape_of(x)
-    scales_at = 1 if lw.opset < 11 else 2
-    scales = constant(node, inputs[scales_at] if len(inputs) > scales_at else None, "scales")
-    if scales is None or scales.size == 0:
-        scales = np.array(out.shape, dtype=np.float64) / np.maximum(np.array(shape, dtype=np.float64), 1)
-    params = [int(mode == "linear"), COORDINATES[transform], NEAREST[attrs.get("nearest_mode", "round_prefer_floor")],
-              *[F32(float(s)) for s in scales]]
-    lw.emit("Resize", [x], [out], params, 3 * 4 * out.shape[-1])
-    return [out]
-
-
 # recurrent

@@ -1,106 +1,191 @@
-/* Resize, nearest and (multi-)linear. Params: mode (0 nearest, 1 linear), coordinate transform (0 half_pixel,
-   1 asymmetric, 2 align_corners, 3 pytorch_half_pixel, 4 tf_half_pixel_for_nearest), nearest mode
-   (0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil), then one float scale per axis. */
+/* Resize: nearest, linear and cubic, separable, one axis after another through two scratch buffers.
+   Params: mode (0 nearest, 1 linear, 2 cubic), coordinate transform (0 half_pixel, 1 asymmetric, 2 align_corners,
+   3 pytorch_half_pixel, 4 tf_half_pixel_for_nearest, 5 half_pixel_symmetric, 6 tf_crop_and_resize), nearest mode
+   (0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil, 4 floor when enlarging and ceil when shrinking:
+   opset 10 and Upsample), one float scale per axis, antialias, exclude_outside, cubic_coeff_a (float),
+   extrapolation_value (float), roi starts then roi ends (floats, one per axis). Scratch: the largest tap table (per output index: taps indices, taps weights, one outside flag) and two
+   buffers of the largest intermediate result. */
 #include "../ep_internal.h"
 
-#define MAX_LINEAR_AXES 3
+#define MAX_TAPS 65536
+#define MAX_SCRATCH_FLOATS ((uint64_t)1 << 29)
+#define CROP_AND_RESIZE 6
 
-/* NCHW resized over H and W only: the fast path, with a column table in scratch. */
-static int is_planar(const ep_node *n) {
+typedef struct {
+    int32_t *index;   /* taps per output index, clamped into the input */
+    float *weight;    /* taps per output index */
+    int32_t *outside; /* one per output index: the source lies outside the roi, write the extrapolation value */
+    int32_t taps;
+} tap_table;
+
+static double floor_double(double v) {
+    double t = (double)(int64_t)v;
+    return t > v ? t - 1.0 : t;
+}
+
+static float scale_of(const ep_node *n, int32_t d) { return ep_param_f32(n, 3 + (uint32_t)d); }
+static int32_t antialias(const ep_node *n) { return n->params[3 + n->in[0]->rank]; }
+static int32_t exclude_outside(const ep_node *n) { return n->params[4 + n->in[0]->rank]; }
+static float cubic_a(const ep_node *n) { return ep_param_f32(n, 5 + (uint32_t)n->in[0]->rank); }
+static float extrapolation(const ep_node *n) { return ep_param_f32(n, 6 + (uint32_t)n->in[0]->rank); }
+static float roi_start(const ep_node *n, int32_t d) { return ep_param_f32(n, 7 + (uint32_t)(n->in[0]->rank + d)); }
+static float roi_end(const ep_node *n, int32_t d) { return ep_param_f32(n, 7 + (uint32_t)(2 * n->in[0]->rank + d)); }
+
+/* An axis that keeps its length under scale 1 (and the whole roi) is left as it is. */
+static int is_resized(const ep_node *n, int32_t d) {
+    int whole_roi = n->params[1] != CROP_AND_RESIZE || (roi_start(n, d) == 0.0f && roi_end(n, d) == 1.0f);
+    return n->in[0]->dims[d] != n->out[0]->dims[d] || scale_of(n, d) != 1.0f || !whole_roi;
+}
+
+/* Taps per output index: 1 for nearest; 2 (linear) or 4 (cubic), widened by 1 / scale when antialiasing a shrink. */
+static int64_t tap_count(const ep_node *n, int32_t d) {
+    if (n->params[0] == 0) return 1;
+    double support = n->params[0] == 1 ? 1.0 : 2.0, scale = scale_of(n, d);
+    if (!antialias(n) || scale >= 1.0) return (int64_t)(2.0 * support);
+    double half = support / scale;
+    if (half > MAX_TAPS) return MAX_TAPS + 1;
+    return -2 * (int64_t)floor_double(-half);
+}
+
+static int finite_roi(float v) { return v > -1e6f && v < 1e6f; }
+
+static ep_status check_axes(const ep_node *n, size_t *scratch, char *error) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    return x->rank == 4 && x->dims[0] == y->dims[0] && x->dims[1] == y->dims[1] && ep_param_f32(n, 3) == 1.0f &&
-           ep_param_f32(n, 4) == 1.0f;
+    uint64_t table = 0, largest = 0, count = 1;
+    for (int32_t d = 0; d < x->rank; d++) {
+        float scale = scale_of(n, d);
+        if (!(scale > 0.0f) || scale > 1e6f) return ep_fail(error, n, ": bad scale");
+        if (!finite_roi(roi_start(n, d)) || !finite_roi(roi_end(n, d))) return ep_fail(error, n, ": bad roi");
+        if (y->dims[d] && !x->dims[d]) return ep_fail(error, n, ": resizing an empty axis");
+        if (y->dims[d] > INT32_MAX || x->dims[d] > INT32_MAX) return ep_fail(error, n, ": axis too long");
+        int64_t taps = tap_count(n, d);
+        if (taps > MAX_TAPS) return ep_fail(error, n, ": antialiasing over too many taps");
+        uint64_t need = (uint64_t)y->dims[d] * (uint64_t)(2 * taps + 1);
+        table = need > table ? need : table;
+    }
+    for (int32_t d = 0; d < x->rank; d++) {
+        count = 1;
+        for (int32_t e = 0; e < x->rank; e++) {
+            uint64_t length = (uint64_t)(e <= d ? y->dims[e] : x->dims[e]);
+            if (length && count > MAX_SCRATCH_FLOATS / length) return ep_fail(error, n, ": scratch too large");
+            count *= length;
+        }
+        largest = count > largest ? count : largest;
+    }
+    if (table + 2 * largest > MAX_SCRATCH_FLOATS) return ep_fail(error, n, ": scratch too large");
+    *scratch = (size_t)(table + 2 * largest) * sizeof(float);
+    return EP_OK;
 }
 
 static ep_status check_resize(const ep_node *n, size_t *scratch, char *error) {
-    (void)scratch;
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
     const ep_tensor *x = n->in[0], *y = n->out[0];
     const int32_t *p = n->params;
     if (x->dtype != EP_F32 || y->dtype != EP_F32 || x->rank != y->rank) return ep_fail(error, n, ": float32 only");
-    if (n->n_params != 3 + (uint32_t)x->rank || p[0] < 0 || p[0] > 1 || p[1] < 0 || p[1] > 4 || p[2] < 0 || p[2] > 3)
+    if (n->n_params != 7 + 3 * (uint32_t)x->rank || p[0] < 0 || p[0] > 2 || p[1] < 0 || p[1] > 6 || p[2] < 0 ||
+        p[2] > 4 || (uint32_t)antialias(n) > 1 || (uint32_t)exclude_outside(n) > 1)
         return ep_fail(error, n, ": bad parameters");
-    int changed = 0;
-    for (int32_t d = 0; d < x->rank; d++) {
-        float scale = ep_param_f32(n, 3 + (uint32_t)d);
-        if (!(scale > 0.0f) || scale > 1e6f) return ep_fail(error, n, ": bad scale");
-        if (y->dims[d] && !x->dims[d]) return ep_fail(error, n, ": resizing an empty axis");
-        changed += x->dims[d] != y->dims[d] || scale != 1.0f;
-    }
-    if (p[0] == 1 && changed > MAX_LINEAR_AXES) return ep_fail(error, n, ": linear over more than 3 axes");
-    if (is_planar(n)) *scratch = (size_t)y->dims[3] * 3 * sizeof(float);
-    return EP_OK;
+    float a = cubic_a(n), fill = extrapolation(n);
+    if (!(a > -1e6f && a < 1e6f) || fill != fill) return ep_fail(error, n, ": bad cubic coefficient or fill");
+    return check_axes(n, scratch, error);
 }
 
-static float source_coordinate(int32_t transform, int64_t o, int64_t in_len, int64_t out_len, float scale) {
-    switch (transform) {
-    case 1: return (float)o / scale;
-    case 2: { /* ONNX divides by in_len * scale - 1, which differs from out_len - 1 when the scale is not exact */
-        float resized = (float)in_len * scale;
-        return out_len == 1 || resized <= 1.0f ? 0.0f : (float)o * (float)(in_len - 1) / (resized - 1.0f);
+/* In float, as onnxruntime computes it: nearest picks then agree where a coordinate falls near a half. */
+static double source_coordinate(const ep_node *n, int32_t d, int64_t o) {
+    float in = (float)n->in[0]->dims[d], out = (float)n->out[0]->dims[d], scale = scale_of(n, d);
+    float resized = in * scale, at = (float)o;
+    switch (n->params[1]) {
+    case 1: return at / scale;
+    case 2: return resized == 1.0f ? 0.0f : at * (in - 1.0f) / (resized - 1.0f);
+    case 3: return out > 1.0f ? (at + 0.5f) / scale - 0.5f : -0.5f;
+    case 4: return (at + 0.5f) / scale;
+    case 5: return in / 2.0f * (1.0f - out / resized) + (at + 0.5f) / scale - 0.5f;
+    case CROP_AND_RESIZE: {
+        float start = roi_start(n, d), end = roi_end(n, d);
+        if (out <= 1.0f) return 0.5f * (start + end) * (in - 1.0f);
+        return start * (in - 1.0f) + at * (end - start) * (in - 1.0f) / (out - 1.0f);
     }
-    case 3: return out_len > 1 ? ((float)o + 0.5f) / scale - 0.5f : 0.0f;
-    case 4: return ((float)o + 0.5f) / scale;
-    default: return ((float)o + 0.5f) / scale - 0.5f;
+    default: return (at + 0.5f) / scale - 0.5f;
     }
 }
 
-static int64_t nearest_index(int32_t mode, float x, int64_t len) {
-    float f = ep_floorf(x), frac = x - f;
-    int64_t i;
+static int64_t nearest_index(int32_t mode, double x, double scale) {
+    double f = floor_double(x), frac = x - f;
+    if (mode == 4) mode = scale < 1.0 ? 3 : 2;
     switch (mode) {
-    case 1: i = (int64_t)(frac >= 0.5f ? f + 1.0f : f); break;
-    case 2: i = (int64_t)f; break;
-    case 3: i = (int64_t)(frac > 0.0f ? f + 1.0f : f); break;
-    default: i = (int64_t)(frac > 0.5f ? f + 1.0f : f); break;
+    case 1: return (int64_t)(frac >= 0.5 ? f + 1.0 : f);
+    case 2: return (int64_t)f;
+    case 3: return (int64_t)(frac > 0.0 ? f + 1.0 : f);
+    default: return (int64_t)(frac > 0.5 ? f + 1.0 : f);
     }
-    return i < 0 ? 0 : (i >= len ? len - 1 : i);
 }
 
-static void source_span(const ep_node *n, int32_t axis, int64_t o, int64_t *i0, int64_t *i1, float *w) {
-    const ep_tensor *x = n->in[0], *y = n->out[0];
-    float s = source_coordinate(n->params[1], o, x->dims[axis], y->dims[axis], ep_param_f32(n, 3 + (uint32_t)axis));
+/* The interpolation kernel at distance t (in input pixels, times the antialiasing scale). */
+static double filter(const ep_node *n, double t) {
+    t = t < 0.0 ? -t : t;
+    if (n->params[0] == 1) return t < 1.0 ? 1.0 - t : 0.0;
+    double a = cubic_a(n);
+    if (t <= 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+    if (t < 2.0) return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+    return 0.0;
+}
+
+static int64_t clamp_index(int64_t i, int64_t len) { return i < 0 ? 0 : (i >= len ? len - 1 : i); }
+
+/* The taps of one output index: the source pixels around x and their normalized weights. */
+static void fill_taps(const ep_node *n, int32_t d, double x, int32_t *index, float *weight, int32_t taps) {
+    int64_t len = n->in[0]->dims[d];
     if (n->params[0] == 0) {
-        *i0 = *i1 = nearest_index(n->params[2], s, x->dims[axis]);
-        *w = 0.0f;
+        index[0] = (int32_t)clamp_index(nearest_index(n->params[2], x, scale_of(n, d)), len);
+        weight[0] = 1.0f;
         return;
     }
-    float limit = (float)(x->dims[axis] - 1);
-    s = s < 0.0f ? 0.0f : (s > limit ? limit : s);
-    *i0 = (int64_t)ep_floorf(s);
-    *i1 = *i0 + 1 < x->dims[axis] ? *i0 + 1 : *i0;
-    *w = s - (float)*i0;
+    double scale = scale_of(n, d), f = floor_double(x);
+    scale = antialias(n) && scale < 1.0 ? scale : 1.0;
+    double left = x == f ? f - 1.0 : f, ratio = x - left, sum = 0.0;
+    int64_t first = (int64_t)left + 1 - taps / 2;
+    for (int32_t k = 0; k < taps; k++) {
+        int64_t at = first + k;
+        double w = filter(n, scale * ((double)(at - (int64_t)left) - ratio));
+        if (exclude_outside(n) && (at < 0 || at >= len)) w = 0.0;
+        weight[k] = (float)w;
+        sum += w;
+        index[k] = (int32_t)clamp_index(at, len);
+    }
+    if (sum != 0.0)
+        for (int32_t k = 0; k < taps; k++) weight[k] = (float)((double)weight[k] / sum);
 }
 
-static void run_planar(const ep_node *n, const ep_context *c) {
-    const ep_tensor *x = n->in[0], *y = n->out[0];
-    int64_t h = x->dims[2], w = x->dims[3], oh = y->dims[2], ow = y->dims[3], planes = x->dims[0] * x->dims[1];
-    int32_t *x0 = (int32_t *)(void *)c->scratch, *x1 = x0 + ow;
-    float *wx = c->scratch + 2 * ow;
-    for (int64_t ox = 0; ox < ow; ox++) {
-        int64_t a, b;
-        source_span(n, 3, ox, &a, &b, &wx[ox]);
-        x0[ox] = (int32_t)a;
-        x1[ox] = (int32_t)b;
+static void build_table(const ep_node *n, int32_t d, tap_table *t) {
+    int64_t out = n->out[0]->dims[d];
+    double last = (double)(n->in[0]->dims[d] - 1);
+    for (int64_t o = 0; o < out; o++) {
+        double x = source_coordinate(n, d, o);
+        t->outside[o] = n->params[1] == CROP_AND_RESIZE && (x < 0.0 || x > last);
+        if (x < -1e9 || x > 1e9) x = 0.0;
+        fill_taps(n, d, x, t->index + o * t->taps, t->weight + o * t->taps, t->taps);
     }
-    for (int64_t q = 0; q < planes; q++) {
-        const float *in = (const float *)x->data + q * h * w;
-        float *out = (float *)y->data + q * oh * ow;
-        for (int64_t oy = 0; oy < oh; oy++) {
-            int64_t y0, y1;
-            float wy;
-            source_span(n, 2, oy, &y0, &y1, &wy);
-            const float *r0 = in + y0 * w, *r1 = in + y1 * w;
-            float *row = out + oy * ow;
-            if (n->params[0] == 0) {
-                for (int64_t ox = 0; ox < ow; ox++) row[ox] = r0[x0[ox]];
-            } else {
-                for (int64_t ox = 0; ox < ow; ox++) {
-                    float top = r0[x0[ox]] + wx[ox] * (r0[x1[ox]] - r0[x0[ox]]);
-                    float bottom = r1[x0[ox]] + wx[ox] * (r1[x1[ox]] - r1[x0[ox]]);
-                    row[ox] = top + wy * (bottom - top);
-                }
+}
+
+/* Resizes one axis: `in` is outer x len x inner, `out` outer x out_len x inner. */
+static void resize_axis(const float *in, float *out, const int64_t shape[4], const tap_table *t, float fill) {
+    int64_t outer = shape[0], len = shape[1], out_len = shape[2], inner = shape[3];
+    for (int64_t q = 0; q < outer; q++) {
+        const float *src = in + q * len * inner;
+        for (int64_t o = 0; o < out_len; o++) {
+            float *row = out + (q * out_len + o) * inner;
+            const int32_t *index = t->index + o * t->taps;
+            const float *weight = t->weight + o * t->taps;
+            if (t->outside[o]) {
+                for (int64_t i = 0; i < inner; i++) row[i] = fill;
+                continue;
+            }
+            const float *first = src + (int64_t)index[0] * inner;
+            for (int64_t i = 0; i < inner; i++) row[i] = weight[0] * first[i];
+            for (int32_t k = 1; k < t->taps; k++) {
+                const float *tap = src + (int64_t)index[k] * inner;
+                for (int64_t i = 0; i < inner; i++) row[i] += weight[k] * tap[i];
             }
         }
     }
@@ -108,64 +193,39 @@ static void run_planar(const ep_node *n, const ep_context *c) {
 
 static ep_status run_resize(const ep_node *n, const ep_context *c) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    if (is_planar(n) && x->count && y->count) {
-        run_planar(n, c);
+    if (!y->count) return EP_OK;
+    int32_t rank = x->rank, last = -1;
+    for (int32_t d = 0; d < rank; d++)
+        if (is_resized(n, d)) last = d;
+    if (last < 0) {
+        for (int64_t i = 0; i < y->count; i++) ((float *)y->data)[i] = ((const float *)x->data)[i];
         return EP_OK;
     }
-    const int32_t *p = n->params;
-    int32_t rank = x->rank;
-    int64_t strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
-    for (int32_t d = rank - 1; d >= 0; d--) {
-        strides[d] = stride;
-        stride *= x->dims[d];
-        counter[d] = 0;
+    int64_t table = 0, largest = 0, dims[EP_MAX_RANK];
+    for (int32_t d = 0; d < rank; d++) {
+        int64_t need = y->dims[d] * (2 * tap_count(n, d) + 1), count = 1;
+        table = need > table ? need : table;
+        for (int32_t e = 0; e < rank; e++) count *= e <= d ? y->dims[e] : x->dims[e];
+        largest = count > largest ? count : largest;
+        dims[d] = x->dims[d];
     }
-    const float *in = (const float *)x->data;
-    float *out = (float *)y->data;
-    for (int64_t o = 0; o < y->count; o++) {
-        if (p[0] == 0) {
-            int64_t at = 0;
-            for (int32_t d = 0; d < rank; d++) {
-                float s = source_coordinate(p[1], counter[d], x->dims[d], y->dims[d], ep_param_f32(n, 3 + (uint32_t)d));
-                at += nearest_index(p[2], s, x->dims[d]) * strides[d];
-            }
-            out[o] = in[at];
-        } else {
-            int64_t base = 0, offsets[MAX_LINEAR_AXES];
-            float weights[MAX_LINEAR_AXES];
-            int32_t axes = 0;
-            for (int32_t d = 0; d < rank; d++) {
-                float scale = ep_param_f32(n, 3 + (uint32_t)d);
-                if (x->dims[d] == y->dims[d] && scale == 1.0f) {
-                    base += counter[d] * strides[d];
-                    continue;
-                }
-                float s = source_coordinate(p[1], counter[d], x->dims[d], y->dims[d], scale);
-                float limit = (float)(x->dims[d] - 1);
-                s = s < 0.0f ? 0.0f : (s > limit ? limit : s);
-                int64_t i0 = (int64_t)ep_floorf(s), i1 = i0 + 1 < x->dims[d] ? i0 + 1 : i0;
-                base += i0 * strides[d];
-                offsets[axes] = (i1 - i0) * strides[d];
-                weights[axes] = s - (float)i0;
-                axes++;
-            }
-            float acc = 0.0f;
-            for (int32_t corner = 0; corner < (1 << axes); corner++) {
-                float w = 1.0f;
-                int64_t at = base;
-                for (int32_t a = 0; a < axes; a++) {
-                    int upper = (corner >> a) & 1;
-                    w *= upper ? weights[a] : 1.0f - weights[a];
-                    at += upper ? offsets[a] : 0;
-                }
-                acc += w * in[at];
-            }
-            out[o] = acc;
-        }
-        for (int32_t d = rank - 1; d >= 0; d--) {
-            if (++counter[d] < y->dims[d]) break;
-            counter[d] = 0;
-        }
+    float *buffers[2] = {c->scratch + table, c->scratch + table + largest};
+    const float *source = (const float *)x->data;
+    for (int32_t d = 0, pass = 0; d <= last; d++) {
+        if (!is_resized(n, d)) continue;
+        tap_table t;
+        t.taps = (int32_t)tap_count(n, d);
+        t.index = (int32_t *)(void *)c->scratch;
+        t.weight = c->scratch + y->dims[d] * t.taps;
+        t.outside = t.index + 2 * y->dims[d] * t.taps;
+        build_table(n, d, &t);
+        int64_t shape[4] = {1, x->dims[d], y->dims[d], 1};
+        for (int32_t e = 0; e < d; e++) shape[0] *= dims[e];
+        for (int32_t e = d + 1; e < rank; e++) shape[3] *= dims[e];
+        float *target = d == last ? (float *)y->data : buffers[pass++ & 1];
+        resize_axis(source, target, shape, &t, extrapolation(n));
+        dims[d] = y->dims[d];
+        source = target;
     }
     return EP_OK;
 }

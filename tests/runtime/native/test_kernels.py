@@ -1,6 +1,6 @@
-"""The kernels' fast paths (depthwise rows, im2col panels inside the input, narrow convs run transposed, planar
-Resize, global pools, broadcast MatMul) against `reference` on single-node models, within 1e-4 of the output's
-scale."""
+"""The kernels' fast paths (depthwise rows, im2col panels inside the input, narrow convs run transposed, global
+pools, broadcast MatMul) and Resize over height and width against `reference` on single-node models, within 1e-4 of
+the output's scale."""
 
 from __future__ import annotations
 

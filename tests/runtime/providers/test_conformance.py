@@ -16,6 +16,7 @@ from onnx.backend.test.loader import load_model_tests
 from edgepack.runtime.providers import PROVIDERS
 
 from .node_backend import backend_for, claim_refusal
+from .unclaimed_cases import TABLE, table
 
 CONFORMANCE_PROVIDERS = ["reference", "openvino", "cpu", "neon", "wasm", "coreml"]
 
@@ -50,3 +51,8 @@ def test_provider_claims_at_least(provider: str, at_least: int) -> None:
         pytest.skip(f"{provider} is not installed")
     claimed = sum(1 for case in NODE_CASES if claim_refusal(provider, case.model) is None)
     assert claimed >= at_least
+
+
+def test_the_table_of_unclaimed_cases_is_current() -> None:
+    """docs/unclaimed-node-cases.md lists exactly the cases the C core's claims refuse, with their reasons."""
+    assert TABLE.read_text() == table(NODE_CASES), "run: python -m tests.runtime.providers.unclaimed_cases --write"

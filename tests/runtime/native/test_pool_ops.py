@@ -1,0 +1,120 @@
+"""MaxPool, AveragePool, LpPool and their global forms on the `cpu` provider against onnxruntime, on single-node
+models: 1-D to 3-D, strides, pads, auto_pad, dilations, ceil_mode, count_include_pad, p, int8 and uint8 MaxPool
+and MaxPool's Indices in both storage orders; values within 1e-5, indices exact. Plans with bad pool parameters
+are refused when they open."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from edgepack.compiler.lower import lower
+from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.providers import PROVIDERS
+from tests.oracle import run_onnxruntime
+
+from .test_hostile_plans import OP, header
+
+RNG = np.random.default_rng(5)
+
+
+def pool_model(op: str, x: np.ndarray, outputs: int = 1, **attributes: object) -> onnx.ModelProto:
+    names = ["y", "indices"][:outputs]
+    node = helper.make_node(op, ["x"], names, **attributes)
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", elem, x.shape)],
+                              [helper.make_value_info(name, onnx.TypeProto()) for name in names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
+def check(op: str, x: np.ndarray, outputs: int = 1, **attributes: object) -> None:
+    model = pool_model(op, x, outputs, **attributes)
+    ours = PROVIDERS["cpu"].compile(model, {}).run({"x": x})
+    expected = run_onnxruntime(model, {"x": x})
+    for name in ["y", "indices"][:outputs]:
+        assert ours[name].dtype == expected[name].dtype and ours[name].shape == expected[name].shape, name
+        if name == "indices" or x.dtype != np.float32:
+            np.testing.assert_array_equal(ours[name], expected[name], err_msg=name)
+        else:
+            np.testing.assert_allclose(ours[name], expected[name], rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def floats(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+GEOMETRIES = [
+    {"kernel_shape": [3, 3, 3]},
+    {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2]},
+    {"kernel_shape": [3, 2, 3], "pads": [1, 0, 1, 1, 1, 0]},
+    {"kernel_shape": [2, 2, 2], "dilations": [2, 1, 2], "strides": [1, 2, 1]},
+    {"kernel_shape": [3, 3, 2], "strides": [2, 2, 2], "ceil_mode": 1},
+    {"kernel_shape": [3, 2, 2], "strides": [2, 2, 1], "auto_pad": "SAME_UPPER"},
+    {"kernel_shape": [2, 3, 3], "strides": [2, 1, 2], "auto_pad": "SAME_LOWER"},
+    {"kernel_shape": [2, 2, 3], "auto_pad": "VALID", "strides": [1, 2, 2]},
+]
+
+
+@pytest.mark.parametrize("op, geometry", [(op, geometry) for op in ("MaxPool", "AveragePool", "LpPool")
+                                          for geometry in GEOMETRIES if op != "LpPool" or "ceil_mode" not in geometry])
+def test_3d(op: str, geometry: dict) -> None:
+    check(op, floats(2, 3, 6, 7, 5), **geometry)
+
+
+@pytest.mark.parametrize("include_pad", [0, 1])
+@pytest.mark.parametrize("ceil_mode", [0, 1])
+def test_average_count_include_pad(include_pad: int, ceil_mode: int) -> None:
+    check("AveragePool", floats(1, 2, 7, 6, 5), kernel_shape=[3, 2, 3], strides=[2, 2, 2], pads=[1, 1, 0, 1, 0, 2],
+          dilations=[1, 2, 1], count_include_pad=include_pad, ceil_mode=ceil_mode)
+    check("AveragePool", floats(1, 3, 8, 7), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+          count_include_pad=include_pad, ceil_mode=ceil_mode)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lp_pool_p(p: int) -> None:
+    check("LpPool", floats(2, 3, 9), kernel_shape=[3], strides=[2], pads=[1, 1], p=p)
+    check("LpPool", floats(1, 2, 6, 5), kernel_shape=[2, 3], dilations=[2, 1], p=p)
+    check("GlobalLpPool", floats(2, 3, 4, 5, 3), p=p)
+
+
+@pytest.mark.parametrize("op", ["GlobalMaxPool", "GlobalAveragePool"])
+@pytest.mark.parametrize("shape", [(2, 3, 7), (1, 4, 3, 5), (2, 2, 3, 4, 5)])
+def test_global(op: str, shape: tuple[int, ...]) -> None:
+    check(op, floats(*shape))
+
+
+@pytest.mark.parametrize("order", [0, 1])
+@pytest.mark.parametrize("shape, geometry", [
+    ((2, 3, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    ((2, 3, 6, 7), {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1], "ceil_mode": 1}),
+    ((2, 2, 5, 6, 4), {"kernel_shape": [2, 3, 2], "strides": [1, 2, 2], "dilations": [2, 1, 1]}),
+])
+def test_max_pool_indices(shape: tuple[int, ...], geometry: dict, order: int) -> None:
+    check("MaxPool", floats(*shape), outputs=2, storage_order=order, **geometry)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_max_pool_integers(dtype: type) -> None:
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, (2, 3, 6, 7), endpoint=True).astype(dtype)
+    check("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    check("MaxPool", x, outputs=2, kernel_shape=[2, 2])
+    check("MaxPool", x.reshape(2, 3, 6, 7, 1), kernel_shape=[2, 3, 1], auto_pad="SAME_UPPER")
+
+
+@pytest.mark.parametrize("word, value", [(0, 3), (2, 0), (3, 2), (4, 2), (5, 0), (5, 9), (8, 0), (11, -1), (17, 0)])
+def test_bad_parameters_are_refused(word: int, value: int) -> None:
+    """Words of the general form (kind, count_include_pad, p, storage_order, nd, kernel, strides, pads, dilations)
+    of a 3-D LpPool set out of range or to a size that does not match the output."""
+    x = floats(1, 2, 5, 6, 4)
+    data = bytearray(lower(pool_model("LpPool", x, kernel_shape=[2, 3, 2]), {"x": x.shape}))
+    NativeSession(bytes(data))
+    struct.pack_into("<i", data, header(bytes(data))["params"] + 4 * word, value)
+    with pytest.raises(NativeError) as caught:
+        NativeSession(bytes(data))
+    assert caught.value.status == OP

@@ -61,22 +61,23 @@ def test_a_plan_is_lowered_once_per_build(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def unsupported_chain(folder: Path) -> onnx.ModelProto:
-    """RandomNormalLike, then an Einsum that reads it (never reached by the lowering), then a Relu the core has."""
+    """RandomNormalLike, then a ReverseSequence that reads it (never reached by the lowering), then a Relu the core
+    has."""
     return onnx.load(unsupported_ops_model(folder / "unsupported.onnx"))
 
 
 def test_missing_kernels_are_a_node_list(tmp_path: Path) -> None:
     with pytest.raises(MissingKernels) as caught:
         lower_to_plan(unsupported_chain(tmp_path))
-    assert caught.value.nodes == ["RandomNormalLike (add_noise)", "Einsum (copy_rows)"]
+    assert caught.value.nodes == ["RandomNormalLike (add_noise)", "ReverseSequence (reverse_rows)"]
 
 
 def test_plan_errors_name_the_product_and_each_missing_op(tmp_path: Path) -> None:
     with pytest.raises(EdgepackError) as caught:
         plan_of(unsupported_chain(tmp_path), "the C library")
     assert caught.value.what.startswith(
-        "the C library cannot be built: the C core has no kernel for Einsum, RandomNormalLike")
-    assert "2 node(s): RandomNormalLike (add_noise), Einsum (copy_rows)" in caught.value.what
+        "the C library cannot be built: the C core has no kernel for RandomNormalLike, ReverseSequence")
+    assert "2 node(s): RandomNormalLike (add_noise), ReverseSequence (reverse_rows)" in caught.value.what
 
 
 def test_the_partitioners_coreml_check_is_the_stage_conversion(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -142,12 +142,22 @@ def boxes_and_scores(batches: int, classes: int, count: int) -> tuple[np.ndarray
 @pytest.mark.parametrize("center_point_box", [0, 1])
 @pytest.mark.parametrize("limits", [(2, 0.4), (10, 0.3, 0.5), (0, 0.5, 0.1), (5, 0.0, 0.3)])
 def test_non_max_suppression(center_point_box: int, limits: tuple[float, ...]) -> None:
-    boxes, scores = boxes_and_scores(2, 3, 12)
+    """Boxes and scores are small model inputs (at most 64 elements): the plan is lowered for their values."""
+    boxes, scores = boxes_and_scores(2, 3, 6)
     constants = {name: np.array([value], dtype) for name, value, dtype in
                  zip(("max_output", "iou", "score"), limits, (np.int64, np.float32, np.float32))}
     model = single_node("NonMaxSuppression", {"boxes": boxes, "scores": scores}, constants, opset=11,
                         center_point_box=center_point_box)
     check(model, {"boxes": boxes, "scores": scores})
+
+
+def test_non_max_suppression_of_large_run_time_inputs_is_refused() -> None:
+    """Over 64 boxes' values a plan per value makes no sense: the claim refuses the node."""
+    boxes, scores = boxes_and_scores(2, 3, 12)
+    model = single_node("NonMaxSuppression", {"boxes": boxes, "scores": scores},
+                        {"max_output": np.array([3]), "iou": np.array([0.5], np.float32)}, opset=11)
+    refusal = PROVIDERS["cpu"].capability.refusal(model.graph.node[0], model_opsets(model), graph_values(model.graph))
+    assert refusal and "must be a constant" in refusal
 
 
 def test_non_max_suppression_without_thresholds_is_refused() -> None:

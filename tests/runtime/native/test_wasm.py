@@ -26,9 +26,11 @@ def test_sample_matches_reference_on_wasm(name: str) -> None:
 
 
 def test_wasm_core_is_small_and_imports_nothing() -> None:
+    """The whole core, every kernel of the op contract, stays under 240 KB (230 KB with the 48 plan ops of
+    2026-11-25, up from 198 KB with 37)."""
     module = wasm_core().read_bytes()
     assert module[:4] == b"\0asm"
-    assert len(module) < 200_000
+    assert len(module) < 240_000
     imports = subprocess.run(["node", "-e", f"const m = new WebAssembly.Module(require('fs').readFileSync("
                                             f"'{wasm_core()}')); console.log(WebAssembly.Module.imports(m).length)"],
                              capture_output=True, text=True)

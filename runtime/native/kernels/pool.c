@@ -268,6 +268,44 @@ static void global_pool(int is_max, const float *in, float *out, int64_t planes,
     }
 }
 
+/* 2-D max and average pools on float32 without indices, the common case: each output's window is clipped to the
+   input once, then summed or maxed without per-element bounds checks. */
+static void pool_2d_f32(const pool_geometry *g, const pool_layout *l, const float *x, float *y, int64_t planes,
+                        int64_t oh, int64_t ow) {
+    int64_t h = l->size[0], w = l->size[1];
+    int is_max = g->kind == KIND_MAX;
+    for (int64_t q = 0; q < planes; q++) {
+        const float *in = x + q * h * w;
+        float *out = y + q * oh * ow;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t sy = oy * g->stride[0] - g->begin[0], ylo, yhi, pylo, pyhi;
+            kernel_range(sy, g->dilation[0], g->kernel[0], 0, h, &ylo, &yhi);
+            kernel_range(sy, g->dilation[0], g->kernel[0], -g->begin[0], h + g->end[0], &pylo, &pyhi);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                int64_t sx = ox * g->stride[1] - g->begin[1], xlo, xhi, pxlo, pxhi;
+                kernel_range(sx, g->dilation[1], g->kernel[1], 0, w, &xlo, &xhi);
+                kernel_range(sx, g->dilation[1], g->kernel[1], -g->begin[1], w + g->end[1], &pxlo, &pxhi);
+                int64_t inside = (yhi - ylo) * (xhi - xlo);
+                float acc = 0.0f;
+                if (inside && is_max) acc = in[(sy + ylo * g->dilation[0]) * w + sx + xlo * g->dilation[1]];
+                for (int64_t ky = ylo; ky < yhi; ky++) {
+                    const float *row = in + (sy + ky * g->dilation[0]) * w + sx;
+                    for (int64_t kx = xlo; kx < xhi; kx++) {
+                        float v = row[kx * g->dilation[1]];
+                        if (is_max) acc = acc != acc ? acc : (acc > v ? acc : v); /* a NaN, once met, stays */
+                        else acc += v;
+                    }
+                }
+                if (!is_max) {
+                    int64_t divisor = g->include_pad ? (pyhi - pylo) * (pxhi - pxlo) : inside;
+                    acc = divisor ? acc / (float)divisor : 0.0f;
+                }
+                out[oy * ow + ox] = acc;
+            }
+        }
+    }
+}
+
 /* The outputs along the last dim from output index `o`, whose windows share their other dims (set in *w). */
 static void pool_output_row(const pool_geometry *g, const pool_layout *l, pool_window *w, int64_t inside,
                             int64_t padded, const ep_tensor *x, int64_t plane_offset, const ep_node *n, int64_t o) {
@@ -297,6 +335,10 @@ static ep_status run_pool(const ep_node *n, const ep_context *c) {
     int64_t planes = x->dims[0] * x->dims[1], outputs = y->count / (planes ? planes : 1);
     if (n->n_out == 1 && is_global(&g, &l, y)) {
         global_pool(g.kind == KIND_MAX, (const float *)x->data, (float *)y->data, planes, l.plane);
+        return EP_OK;
+    }
+    if (n->n_out == 1 && g.nd == 2 && g.kind != KIND_LP && x->dtype == EP_F32) {
+        pool_2d_f32(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);
         return EP_OK;
     }
     int last = g.nd - 1;

@@ -3,8 +3,9 @@
    3 pytorch_half_pixel, 4 tf_half_pixel_for_nearest, 5 half_pixel_symmetric, 6 tf_crop_and_resize), nearest mode
    (0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil, 4 floor when enlarging and ceil when shrinking:
    opset 10 and Upsample), one float scale per axis, antialias, exclude_outside, cubic_coeff_a (float),
-   extrapolation_value (float), roi starts then roi ends (floats, one per axis). Scratch: the largest tap table (per output index: taps indices, taps weights, one outside flag) and two
-   buffers of the largest intermediate result. */
+   extrapolation_value (float), roi starts then roi ends (floats, one per axis). Scratch: the largest tap table (per
+   output index: taps indices, taps weights, one outside flag) and two buffers of the largest intermediate result;
+   for the planar path (run_planar) only the row and column tap tables. */
 #include "../ep_internal.h"
 
 #define MAX_TAPS 65536
@@ -77,6 +78,24 @@ static ep_status check_axes(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
+/* Only the last two axes resized, nearest or linear, without antialias or a roi (the upsampling of detectors and
+   decoders): each output row is read from one or two input rows through a column tap table, with no intermediate
+   buffer. */
+static int is_planar(const ep_node *n) {
+    int32_t rank = n->in[0]->rank;
+    if (rank < 2 || n->params[0] > 1 || antialias(n) || n->params[1] == CROP_AND_RESIZE) return 0;
+    for (int32_t d = 0; d < rank - 2; d++)
+        if (is_resized(n, d)) return 0;
+    return 1;
+}
+
+/* The floats of the planar path's two tap tables (rows, then columns). */
+static uint64_t planar_table(const ep_node *n) {
+    int32_t rank = n->in[0]->rank;
+    uint64_t taps = (uint64_t)tap_count(n, rank - 1);
+    return (uint64_t)(n->out[0]->dims[rank - 2] + n->out[0]->dims[rank - 1]) * (2 * taps + 1);
+}
+
 static ep_status check_resize(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 1, 1, 1, error);
     if (status != EP_OK) return status;
@@ -88,7 +107,9 @@ static ep_status check_resize(const ep_node *n, size_t *scratch, char *error) {
         return ep_fail(error, n, ": bad parameters");
     float a = cubic_a(n), fill = extrapolation(n);
     if (!(a > -1e6f && a < 1e6f) || fill != fill) return ep_fail(error, n, ": bad cubic coefficient or fill");
-    return check_axes(n, scratch, error);
+    status = check_axes(n, scratch, error);
+    if (status == EP_OK && is_planar(n)) *scratch = (size_t)planar_table(n) * sizeof(float);
+    return status;
 }
 
 /* In float, as onnxruntime computes it: nearest picks then agree where a coordinate falls near a half. */
@@ -191,9 +212,50 @@ static void resize_axis(const float *in, float *out, const int64_t shape[4], con
     }
 }
 
+static void run_planar(const ep_node *n, const ep_context *c) {
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int32_t rank = x->rank, taps = (int32_t)tap_count(n, rank - 1);
+    int64_t h = x->dims[rank - 2], w = x->dims[rank - 1], oh = y->dims[rank - 2], ow = y->dims[rank - 1];
+    int64_t planes = y->count / (oh * ow);
+    tap_table rows = {(int32_t *)(void *)c->scratch, c->scratch + oh * taps, 0, taps}, columns;
+    rows.outside = rows.index + 2 * oh * taps;
+    columns.index = rows.outside + oh;
+    columns.weight = (float *)(void *)(columns.index + ow * taps);
+    columns.outside = columns.index + 2 * ow * taps;
+    columns.taps = taps;
+    build_table(n, rank - 2, &rows);
+    build_table(n, rank - 1, &columns);
+    const int32_t *ci = columns.index;
+    const float *cw = columns.weight;
+    for (int64_t q = 0; q < planes; q++) {
+        const float *in = (const float *)x->data + q * h * w;
+        float *out = (float *)y->data + q * oh * ow;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const int32_t *ri = rows.index + oy * taps;
+            const float *r0 = in + (int64_t)ri[0] * w, *rw = rows.weight + oy * taps;
+            float *row = out + oy * ow;
+            if (taps == 1) {
+                for (int64_t ox = 0; ox < ow; ox++) row[ox] = r0[ci[ox]];
+                continue;
+            }
+            const float *r1 = in + (int64_t)ri[1] * w;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                int32_t i0 = ci[2 * ox], i1 = ci[2 * ox + 1];
+                float top = cw[2 * ox] * r0[i0] + cw[2 * ox + 1] * r0[i1];
+                float bottom = cw[2 * ox] * r1[i0] + cw[2 * ox + 1] * r1[i1];
+                row[ox] = rw[0] * top + rw[1] * bottom;
+            }
+        }
+    }
+}
+
 static ep_status run_resize(const ep_node *n, const ep_context *c) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
     if (!y->count) return EP_OK;
+    if (is_planar(n)) {
+        run_planar(n, c);
+        return EP_OK;
+    }
     int32_t rank = x->rank, last = -1;
     for (int32_t d = 0; d < rank; d++)
         if (is_resized(n, d)) last = d;

@@ -63,6 +63,7 @@ from onnx.backend.test.runner import Runner
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.cpu_vs_onnxruntime import CLOCKS, Feeds, Run, timed
 from edgepack import samples
 from edgepack.compiler.lower import lower
 from edgepack.model_check import check_model
@@ -72,8 +73,6 @@ from edgepack.runtime.native.binding import NativeSession
 from edgepack.runtime.providers import PROVIDERS
 from tests.runtime.providers.node_backend import PartitionRep, claim_refusal
 
-Feeds = dict[str, np.ndarray]
-Run = Callable[[Feeds], dict[str, np.ndarray]]
 Block = Callable[[int, int], dict[str, list[float]]]  # (warmup, count) calls: seconds of each counted one, by clock
 
 EMX_VERSION = version("emx-onnx-cgen")
@@ -84,7 +83,6 @@ NODE_CFLAGS = ["-O2"]  # as emx's ONNX backend builds
 SAMPLE_CFLAGS = ["-O3", "-march=native"]
 PASSED, FAILED, REFUSED, ERROR, NOT_CLAIMED = "passed", "failed", "refused", "error", "not claimed"
 SIDES = ("emx", "cpu", "onnxruntime")
-CLOCKS = ("wall", "cpu")
 RATIOS = [(clock, top, bottom) for clock in CLOCKS for top, bottom in (("emx", "cpu"), ("cpu", "onnxruntime"))]
 TOLERANCE = 1e-4  # outputs further from onnxruntime's than this times max(1, max |output|) are wrong
 
@@ -345,17 +343,6 @@ def emx_block(folder: Path, reference: dict[str, np.ndarray], warmup: int, count
             offset += array.nbytes
     wall, cpu = zip(*(map(float, line.split()) for line in result.stdout.splitlines()))
     return {"wall": list(wall), "cpu": list(cpu)}
-
-
-def timed(run: Run, feeds: Feeds, count: int) -> dict[str, list[float]]:
-    """Seconds of each of `count` calls, by clock."""
-    times: dict[str, list[float]] = {clock: [] for clock in CLOCKS}
-    for _ in range(count):
-        wall, cpu = time.perf_counter(), time.process_time()
-        run(feeds)
-        times["cpu"].append(time.process_time() - cpu)
-        times["wall"].append(time.perf_counter() - wall)
-    return times
 
 
 def python_block(open_session: Callable[[], Run], feeds: Feeds, warmup: int, count: int) -> dict[str, list[float]]:

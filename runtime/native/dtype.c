@@ -55,12 +55,6 @@ static const minifloat F16 = {5, 10, 15, 1, 0, 0}, BF16 = {8, 7, 127, 1, 0, 0}, 
                        E4M3FNUZ = {4, 3, 8, 0, 1, 0}, E5M2 = {5, 2, 15, 1, 0, 0}, E5M2FNUZ = {5, 2, 16, 0, 1, 0},
                        E2M1 = {2, 1, 1, 0, 0, 0};
 
-static double bits_to_double(uint64_t bits) {
-    double value;
-    ep_memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
 static uint64_t double_bits(double value) {
     uint64_t bits;
     ep_memcpy(&bits, &value, sizeof bits);
@@ -68,7 +62,7 @@ static uint64_t double_bits(double value) {
 }
 
 static double power_of_two(int e) {
-    return e < -1022 ? bits_to_double(1ull << (e + 1074)) : bits_to_double((uint64_t)(e + 1023) << 52);
+    return e < -1022 ? ep_double_from_bits(1ull << (e + 1074)) : ep_double_from_bits((uint64_t)(e + 1023) << 52);
 }
 
 static uint32_t nan_code(const minifloat *f) {
@@ -87,11 +81,11 @@ static uint32_t largest_code(const minifloat *f) {
 static double decode(const minifloat *f, uint32_t code) {
     uint32_t sign = code >> (f->exp_bits + f->man_bits) & 1, field = code >> f->man_bits & ((1u << f->exp_bits) - 1);
     uint32_t man = code & ((1u << f->man_bits) - 1);
-    double nan = bits_to_double(0x7FF8000000000000ull);
+    double nan = ep_double_from_bits(0x7FF8000000000000ull);
     if (f->uz && code == nan_code(f)) return nan;
     if (f->nan_all && (code & ~(1u << (f->exp_bits + f->man_bits))) == nan_code(f)) return nan;
     if (f->ieee && field == (1u << f->exp_bits) - 1) {
-        double infinity = bits_to_double(0x7FF0000000000000ull);
+        double infinity = ep_double_from_bits(0x7FF0000000000000ull);
         return man ? nan : (sign ? -infinity : infinity);
     }
     double value = field ? (double)(man | 1u << f->man_bits) * power_of_two((int)field - f->bias - f->man_bits)
@@ -190,7 +184,7 @@ double ep_load_real(const void *data, int32_t dtype, int64_t i) {
     case EP_F64: return ((const double *)data)[i];
     case EP_F8E8M0: {
         uint32_t code = ((const uint8_t *)data)[i];
-        return code == 0xFF ? bits_to_double(0x7FF8000000000000ull) : power_of_two((int)code - 127);
+        return code == 0xFF ? ep_double_from_bits(0x7FF8000000000000ull) : power_of_two((int)code - 127);
     }
     }
     uint64_t v = ep_load_int(data, dtype, i);

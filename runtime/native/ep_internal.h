@@ -85,6 +85,7 @@ struct ep_session {
 
 /* Shared helpers (util.c). */
 void ep_message(char *error, const char *a, const char *b, int64_t number);
+double ep_double_from_bits(uint64_t bits);
 int ep_dtype_bits(int32_t dtype); /* 0: not a dtype the core holds */
 size_t ep_dtype_size(int32_t dtype); /* bytes per element; 0 for sub-byte dtypes and unknown ones */
 size_t ep_tensor_bytes(int32_t dtype, int64_t count);

@@ -7,13 +7,7 @@
 #define EP_TWO_OVER_SQRT_PI 1.12837916709551257390
 #define EP_INV_SQRT_PI 0.56418958354775628695
 #define EP_PI_2 1.57079632679489661923
-#define EP_INFINITY bits_to_double(0x7FF0000000000000ull)
-
-static double bits_to_double(uint64_t bits) {
-    double value;
-    ep_memcpy(&value, &bits, sizeof value);
-    return value;
-}
+#define EP_INFINITY ep_double_from_bits(0x7FF0000000000000ull)
 
 static uint32_t float_bits(float value) {
     uint32_t bits;
@@ -23,7 +17,7 @@ static uint32_t float_bits(float value) {
 
 static double exp_d(double x) {
     if (x != x) return x;
-    if (x > 709.0) return bits_to_double(0x7FF0000000000000ull);
+    if (x > 709.0) return ep_double_from_bits(0x7FF0000000000000ull);
     if (x < -745.0) return 0.0;
     double kd = x * EP_LOG2E;
     int64_t k = (int64_t)(kd < 0 ? kd - 0.5 : kd + 0.5);
@@ -35,8 +29,8 @@ static double exp_d(double x) {
     }
     /* 2^k in two steps so subnormal results stay right */
     int64_t half = k / 2;
-    double scale1 = bits_to_double((uint64_t)(half + 1023) << 52);
-    double scale2 = bits_to_double((uint64_t)(k - half + 1023) << 52);
+    double scale1 = ep_double_from_bits((uint64_t)(half + 1023) << 52);
+    double scale2 = ep_double_from_bits((uint64_t)(k - half + 1023) << 52);
     return sum * scale1 * scale2;
 }
 
@@ -54,8 +48,8 @@ static double expm1_d(double x) {
 
 static double log_d(double x) {
     if (x != x) return x;
-    if (x < 0.0) return bits_to_double(0x7FF8000000000000ull);
-    if (x == 0.0) return -bits_to_double(0x7FF0000000000000ull);
+    if (x < 0.0) return ep_double_from_bits(0x7FF8000000000000ull);
+    if (x == 0.0) return -ep_double_from_bits(0x7FF0000000000000ull);
     if (x - x != 0.0) return x;
     int exponent = 0;
     if (x < 2.2250738585072014e-308) { /* subnormal: scale up by 2^54 */
@@ -65,7 +59,7 @@ static double log_d(double x) {
     uint64_t bits;
     ep_memcpy(&bits, &x, sizeof bits);
     exponent += (int)(bits >> 52) - 1023;
-    double m = bits_to_double((bits & 0xFFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+    double m = ep_double_from_bits((bits & 0xFFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
     if (m > EP_SQRT2) {
         m *= 0.5;
         exponent += 1;
@@ -143,10 +137,10 @@ float ep_powf(float x, float y) {
     if (y == 0.5f && x >= 0.0f) return ep_sqrtf(x);
     if (x != x || y != y) return x + y;
     int integer = ep_floorf(y) == y;
-    if (x < 0.0f && !integer) return bits_to_double(0x7FF8000000000000ull);
+    if (x < 0.0f && !integer) return ep_double_from_bits(0x7FF8000000000000ull);
     float ax = x < 0.0f ? -x : x;
     double result;
-    if (ax == 0.0f) result = y > 0.0f ? 0.0 : bits_to_double(0x7FF0000000000000ull);
+    if (ax == 0.0f) result = y > 0.0f ? 0.0 : ep_double_from_bits(0x7FF0000000000000ull);
     else result = exp_d((double)y * log_d(ax));
     if (x < 0.0f && integer) {
         float half = y * 0.5f;
@@ -278,7 +272,7 @@ float ep_asinhf(float x) {
 }
 
 float ep_acoshf(float x) {
-    if (!(x >= 1.0f)) return (float)bits_to_double(0x7FF8000000000000ull);
+    if (!(x >= 1.0f)) return (float)ep_double_from_bits(0x7FF8000000000000ull);
     if (x > 4294967296.0f) return (float)(log_d(x) + EP_LN2);
     double t = (double)x - 1.0;
     return (float)log1p_d(t + __builtin_sqrt(t * (2.0 + t)));

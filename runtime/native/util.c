@@ -32,6 +32,12 @@ ep_status ep_fail(char *error, const ep_node *node, const char *what) {
     return EP_ERR_OP;
 }
 
+double ep_double_from_bits(uint64_t bits) {
+    double value;
+    ep_memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
 float ep_param_f32(const ep_node *node, uint32_t index) {
     float value;
     ep_memcpy(&value, &node->params[index], sizeof value);

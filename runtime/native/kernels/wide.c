@@ -2,13 +2,6 @@
    floats computed in double and rounded once to the dtype, integers in 64 bits keeping the dtype's low bits. */
 #include "wide.h"
 
-static double bits_nan(void) {
-    uint64_t bits = 0x7FF8000000000000ull;
-    double value;
-    ep_memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
 int ep_wide_real(int32_t dtype) { return dtype == EP_F32 || dtype == EP_F64 || dtype == EP_F16 || dtype == EP_BF16; }
 
 int ep_wide_integer(int32_t dtype) {
@@ -32,7 +25,7 @@ static double power(double x, double y) {
    (each subtraction is exact, as the two terms are within a factor of two). */
 static double truncated_remainder(double a, double b) {
     double x = a < 0 ? -a : a, y = b < 0 ? -b : b;
-    if (a != a || b != b || x - x != 0.0 || y == 0.0) return bits_nan();
+    if (a != a || b != b || x - x != 0.0 || y == 0.0) return ep_double_from_bits(0x7FF8000000000000ull);
     if (y - y != 0.0 || x < y) return a;
     double m = y;
     while (m <= x * 0.5) m *= 2.0;

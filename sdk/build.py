@@ -36,7 +36,7 @@ from .model_runner import model_inputs, profile_runner
 from .opset import convert_opset
 from .profile import load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
-from .sample_inputs import sample_feeds
+from .sample_inputs import integer_limits, sample_feeds
 from .tune import SpeedChoice, choose_int8_compute
 from .verify import Oracle, SampleInputs, fidelity_summary, measure, run_oracle
 
@@ -220,7 +220,8 @@ def quantize_stage(state: BuildState, progress: Reporter) -> str:
         & set(state.quantized.nodes)
     if profile.activations == "int8":
         progress.update("timing int8 against fp32" + (" per op class (--tune)" if options.tune else ""))
-        feeds = state.samples[0] if state.samples else sample_feeds(model_inputs(state.checked), dims=profile.dims)
+        feeds = state.samples[0] if state.samples else sample_feeds(model_inputs(state.checked), dims=profile.dims,
+                                                                   limits=integer_limits(state.checked))
         form = "dynamic" if state.samples is None else "static"
         state.speed = choose_int8_compute(state.slimmed, state.quantized, state.requantize, state.excluded,
                                           state.target.runtime, form, feeds, options.tune)

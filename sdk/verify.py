@@ -16,7 +16,7 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.targets import ShippedRuntime
 
 from .input_files import load_array
-from .sample_inputs import sample_feeds
+from .sample_inputs import INTEGER_HIGH, integer_limits, sample_feeds
 
 SEEDS = (0, 1)
 """Seeds of the generated sample inputs when the user gives none."""
@@ -98,8 +98,11 @@ def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
     elif sample_inputs is not None:
         samples, origin = [dict(feeds) for feeds in sample_inputs], origin or "given by the caller"
     else:
-        samples = [sample_feeds(oracle.inputs, seed=seed, dims=dims) for seed in SEEDS]
-        origin = f"generated (seeds {', '.join(map(str, SEEDS))}; floats in [-1, 1], integers in [0, 10))"
+        limits = integer_limits(source)
+        samples = [sample_feeds(oracle.inputs, seed=seed, dims=dims, limits=limits) for seed in SEEDS]
+        bounded = "".join(f", {name} in [0, {high})" for name, high in limits.items() if high < INTEGER_HIGH)
+        origin = (f"generated (seeds {', '.join(map(str, SEEDS))}; floats in [-1, 1], integers in "
+                  f"[0, {INTEGER_HIGH}){bounded})")
     samples = samples[:1] if first_only else samples
     expected: list[dict[str, np.ndarray]] = []
     for index, feeds in enumerate(samples if run else []):

@@ -1,13 +1,18 @@
-"""sample_feeds: seeded random inputs of the right dtype, range and shape for a model's input specs."""
+"""sample_feeds: seeded random inputs of the right dtype, range and shape for a model's input specs; integer_limits:
+the ranges a model's integer inputs must keep (table sizes, masks)."""
 
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from edgepack import EdgepackError, samples
 from edgepack.runtime import Session, TensorSpec
-from edgepack.sample_inputs import dims_of, parse_dims, sample_feeds
+from edgepack.sample_inputs import dims_of, integer_limits, parse_dims, sample_feeds
+from edgepack.verify import run_oracle
+from tests.oracle import run_onnxruntime
 
 SPECS = [
     TensorSpec("x", "float32", ["batch", 3, "h", "w"]),
@@ -89,3 +94,44 @@ def test_parse_dims() -> None:
     for bad in ("batch", "=4", "batch=0", "batch=x"):
         with pytest.raises(EdgepackError, match="bad --dim"):
             parse_dims([bad])
+
+
+def embedding_model() -> onnx.ModelProto:
+    """Token ids index a 30-row vocabulary, token type ids (through a Cast) a 2-row table; a mask multiplies."""
+    nodes = [helper.make_node("Gather", ["vocabulary", "input_ids"], ["words"]),
+             helper.make_node("Cast", ["token_type_ids"], ["types32"], to=TensorProto.INT32),
+             helper.make_node("Gather", ["token_types", "types32"], ["types"]),
+             helper.make_node("Add", ["words", "types"], ["summed"]),
+             helper.make_node("Cast", ["attention_mask"], ["mask"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["mask", "last"], ["mask3"]),
+             helper.make_node("Mul", ["summed", "mask3"], ["y"])]
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        nodes, "embeddings",
+        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
+         for name in ("input_ids", "token_type_ids", "attention_mask")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rng.standard_normal((30, 4)).astype(np.float32), "vocabulary"),
+         numpy_helper.from_array(rng.standard_normal((2, 4)).astype(np.float32), "token_types"),
+         numpy_helper.from_array(np.array([-1], np.int64), "last")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_integer_inputs_stay_inside_the_tables_they_index_and_masks_are_0_or_1() -> None:
+    model = embedding_model()
+    limits = integer_limits(model)
+    assert limits == {"input_ids": 30, "token_type_ids": 2, "attention_mask": 2}
+    specs = [TensorSpec(v.name, "int64", ["batch", "seq"]) for v in model.graph.input]
+    for seed in range(3):
+        feeds = sample_feeds(specs, seed=seed, dims={"seq": 50}, limits=limits)
+        assert set(np.unique(feeds["token_type_ids"])) == {0, 1}
+        assert set(np.unique(feeds["attention_mask"])) == {0, 1}
+        assert feeds["input_ids"].max() < 10  # the default range, inside the vocabulary
+        np.testing.assert_allclose(Session(model, providers=["reference"]).run(feeds)["y"],
+                                   run_onnxruntime(model, feeds)["y"], rtol=1e-6)
+
+
+def test_verify_generates_inputs_the_model_accepts() -> None:
+    """Before the limits, generated token type ids of up to 9 made the source model fail on its own inputs."""
+    oracle = run_oracle(embedding_model())
+    assert len(oracle.expected) == len(oracle.samples) and "token_type_ids in [0, 2)" in oracle.origin

@@ -55,12 +55,30 @@ def pinned_shapes(model: onnx.ModelProto, product: str) -> dict[str, tuple[int, 
             shapes[value.name] = tuple(dims)
     if loose:
         described = ", ".join(f"{name} {dims}" for name, dims in loose.items())
-        example = " ".join(f"--input-shape {name}=..." for name in loose)
         raise EdgepackError(f"{product} runs at fixed input shapes, and {described} still "
                             f"{'has' if len(loose) == 1 else 'have'} dynamic dims", where=product,
-                            fix=f"pass the shapes it will run at, e.g. {example} with the dims as comma-separated "
-                                "integers (1,3,640,640), or pin the dims in the profile's [shapes] table")
+                            fix=f"pass the sizes it will run at: {pin_flags(model, set(loose))} (SIZE a positive "
+                                "integer), or pin the dims in the profile's [shapes] table")
     return shapes
+
+
+def pin_flags(model: onnx.ModelProto, names: set[str]) -> str:
+    """The build flags that would fix the dynamic dims of the inputs `names`: `--dim` for a named dim, else
+    `--input-shape` with the input's fixed dims kept."""
+    flags: list[str] = []
+    for value in model.graph.input:
+        if value.name not in names:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if not value.type.tensor_type.HasField("shape"):
+            flags.append(f"--input-shape {value.name}=D1,D2,...")
+        elif all(d.dim_value > 0 or d.dim_param for d in dims):
+            flags += [f"--dim {d.dim_param}=SIZE" for d in dims if not d.dim_value > 0 and
+                      f"--dim {d.dim_param}=SIZE" not in flags]
+        else:
+            shape = ",".join(str(d.dim_value) if d.dim_value > 0 else "SIZE" for d in dims)
+            flags.append(f"--input-shape {value.name}={shape}")
+    return " ".join(flags)
 
 
 def plan_of(model: onnx.ModelProto, product: str) -> Plan:

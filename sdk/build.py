@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,14 +137,18 @@ def build(
     calibration_method: str = "minmax",
     tune: bool = False,
     verify: bool = True,
+    dims: dict[str, int] | None = None,
 ) -> BuildResult:
     """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`. `weights` and `activations`
     override the profile's precision; `exclude_ops` (op types) and `exclude_nodes` (node names) stay in fp32.
     `calibration` (a folder of .npz/.npy samples, or feeds dicts) makes int8 activations static. `tune` times int8
     against fp32 per op class on the target's runtime instead of reading the measured table. `verify=False` skips
-    the verify stage (the manifest's `fidelity` is then null): for tests of a bundle's structure."""
+    the verify stage (the manifest's `fidelity` is then null): for tests of a bundle's structure. `dims` (dim name
+    -> size) pins symbolic dims over the profile's own pins."""
     profile = check_options(profile if isinstance(profile, Profile) else load_profile(profile), weights, activations,
                             calibration, calibration_method)
+    if dims:
+        profile = replace(profile, dims={**profile.dims, **dims})
     model_path = resolve_model_path(model)
     final = Path(output_dir) / bundle_name(model_path, profile)
     refuse_existing(final, force)

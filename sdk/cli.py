@@ -67,9 +67,11 @@ def _precision_options(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .input_shapes import parse_input_shapes
+    from .sample_inputs import parse_dims
     from .verify import fidelity_summary
 
-    options = dict(input_shapes=parse_input_shapes(args.input_shape or []), force=args.force,
+    options = dict(input_shapes=parse_input_shapes(args.input_shape or []), dims=parse_dims(args.dim or []),
+                   force=args.force,
                    sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
                    verify=not args.no_verify, **_precision_options(args))
     if args.json:
@@ -323,6 +325,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", default="dist", help="folder to write the bundle into (default: dist)")
     b.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...",
                    help="pin an input's shape, e.g. x=1,3,224,224 (repeatable)")
+    b.add_argument("--dim", action="append", metavar="NAME=SIZE",
+                   help="pin a symbolic dim of the inputs, e.g. seq=128, over the profile's pins (repeatable)")
     b.add_argument("--sample-inputs", metavar="DIR",
                    help="inputs for the verify stage: .npz files (one sample each) or <input>.npy files "
                         "(default: seeded random inputs)")

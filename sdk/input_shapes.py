@@ -28,8 +28,13 @@ def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+BATCH = "batch"
+"""The dim name whose pin also fixes every input's leading dynamic dim, whatever that dim is named."""
+
+
 def pin_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], dims: dict[str, int]) -> list[str]:
-    """Fix input dims in place; returns a description of each pin made. Contradictions are errors."""
+    """Fix input dims in place; returns a description of each pin made. Contradictions are errors. A dim named in
+    `dims` takes its size; a `batch` pin also fixes a leading dim left dynamic under another name (or none)."""
     inputs = {i.name: i for i in real_inputs(model.graph)}
     pinned: list[str] = []
     for name, shape in shapes.items():
@@ -54,11 +59,15 @@ def pin_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], dims:
             tensor_shape.dim.add().dim_value = value
         pinned.append(f"{name}={','.join(map(str, shape))}")
     for info in inputs.values():
-        for dim in info.type.tensor_type.shape.dim:
+        for axis, dim in enumerate(info.type.tensor_type.shape.dim):
             if dim.HasField("dim_param") and dim.dim_param in dims:
                 param = dim.dim_param
                 dim.dim_value = dims[param]
                 pinned.append(f"{info.name}:{param}={dims[param]}")
+            elif axis == 0 and BATCH in dims and not dim.dim_value > 0:
+                name = dim.dim_param or "?"
+                dim.dim_value = dims[BATCH]
+                pinned.append(f"{info.name}:{name}={dims[BATCH]} (the batch pin, on the leading dynamic dim)")
     return pinned
 
 

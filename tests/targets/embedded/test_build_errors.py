@@ -38,7 +38,7 @@ def test_dynamic_dims_fail_the_build_and_say_how_to_pin_them(cli, tmp_path: Path
     result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist")
     assert result.code == 2
     assert "x [1, 'length']" in result.message and "dynamic dims" in result.message
-    assert "--input-shape x=..." in result.message
+    assert "--dim length=SIZE" in result.message
     assert "\n" not in result.message and result.message.count("error:") == 1
     assert not (tmp_path / "dist" / "dynamic-raspberry-pi").exists()
 
@@ -49,6 +49,26 @@ def test_pinning_the_dynamic_dim_builds_the_library(cli, tmp_path: Path) -> None
     assert result.code == 0, result.message
     header = (tmp_path / "dist" / "dynamic-raspberry-pi" / "include" / "dynamic.h").read_text()
     assert '/* input "x": float32 [1, 16] */' in header
+
+
+def test_dim_pins_a_symbolic_dim_over_the_profile(cli, tmp_path: Path) -> None:
+    model = dynamic_length_model(tmp_path / "dynamic.onnx")
+    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist", "--dim", "length=24")
+    assert result.code == 0, result.message
+    header = (tmp_path / "dist" / "dynamic-raspberry-pi" / "include" / "dynamic.h").read_text()
+    assert '/* input "x": float32 [1, 24] */' in header
+
+
+def test_the_batch_pin_fixes_a_leading_dim_whatever_its_name(cli, tmp_path: Path) -> None:
+    """A classifier exported with its batch dim named `DynamicDimension.0` builds for a profile that pins batch."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "classifier",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["DynamicDimension.0", 3, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["DynamicDimension.0", 3, 8])])
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "classifier.onnx")
+    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist")
+    assert result.code == 0, result.message
+    header = (tmp_path / "dist" / "classifier-raspberry-pi" / "include" / "classifier.h").read_text()
+    assert '/* input "x": float32 [1, 3, 8] */' in header
 
 
 def test_ops_the_core_lacks_fail_the_build_with_every_missing_node(cli, tmp_path: Path) -> None:

@@ -74,12 +74,15 @@ def cmd_build(args: argparse.Namespace) -> int:
                    force=args.force,
                    sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
                    verify=not args.no_verify, **_precision_options(args))
+    profiles = profile_list(args.profile)
+    if len(profiles) > 1:
+        return build_each(args, profiles, options)
     if args.json:
-        result = build(args.model, args.profile, args.output, **options)
+        result = build(args.model, profiles[0], args.output, **options)
         print(json.dumps(result.report.as_dict(), indent=2))
         return 0
     with RichReporter(stderr) as reporter:
-        result = build(args.model, args.profile, args.output, reporter=reporter, **options)
+        result = build(args.model, profiles[0], args.output, reporter=reporter, **options)
     report = result.report
     table = Table(title=f"edgepack build: {Path(report.model).name} for {report.profile}", title_justify="left")
     for column in ("", "source", "bundle"):
@@ -92,6 +95,57 @@ def cmd_build(args: argparse.Namespace) -> int:
     stdout.print(table)
     stdout.print(f"bundle: [bold]{escape(str(result.bundle_dir))}[/]")
     return 0
+
+
+def profile_list(values: list[str]) -> list[str]:
+    """The profiles `--profile` names, in order: repeated or comma-separated; `all` is every built-in profile this
+    version builds."""
+    from .build_checks import target_available
+    from .profile import builtin_names, load_profile
+
+    names: list[str] = []
+    for value in values:
+        for name in (part.strip() for part in value.split(",")):
+            if name == "all":
+                names += [n for n in builtin_names() if target_available(load_profile(n)) is None]
+            elif name:
+                names.append(name)
+    if not names:
+        raise EdgepackError("--profile names no profile", fix="give a profile name, a .toml file, or all")
+    return list(dict.fromkeys(names))
+
+
+def build_each(args: argparse.Namespace, profiles: list[str], options: dict[str, Any]) -> int:
+    """Builds the model for each profile in turn; a failing profile does not stop the others. Exit code 2 when
+    any failed."""
+    from .build import build
+    from .verify import fidelity_summary
+
+    rows = []
+    for name in profiles:
+        try:
+            if args.json:
+                result = build(args.model, name, args.output, **options)
+            else:
+                with RichReporter(stderr) as reporter:
+                    result = build(args.model, name, args.output, reporter=reporter, **options)
+            rows.append({"profile": name, "built": True, "bundle": str(result.bundle_dir),
+                         "fidelity": fidelity_summary(result.report.fidelity) if result.report.fidelity else None,
+                         "report": result.report.as_dict()})
+        except EdgepackError as error:
+            rows.append({"profile": name, "built": False, "error": error.paragraph()})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        table = Table(title=f"edgepack build: {Path(args.model).name} for {len(profiles)} profiles",
+                      title_justify="left")
+        for column in ("profile", "result", "bundle, or why not"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(row["profile"], "[green]built[/]" if row["built"] else "[red]failed[/]",
+                          escape(row["bundle"] if row["built"] else row["error"]))
+        stdout.print(table)
+    return 0 if all(row["built"] for row in rows) else 2
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -321,7 +375,9 @@ def parser() -> argparse.ArgumentParser:
 
     b = commands.add_parser("build", help="build a bundle of a model for a device profile")
     b.add_argument("model", help="the .onnx file (or a folder holding one)")
-    b.add_argument("--profile", "-p", required=True, help="a built-in profile name or a .toml file")
+    b.add_argument("--profile", "-p", required=True, action="append",
+                   help="a built-in profile name or a .toml file; repeat it or separate names with commas to build "
+                        "for several, or give all for every built-in profile this version builds")
     b.add_argument("-o", "--output", default="dist", help="folder to write the bundle into (default: dist)")
     b.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...",
                    help="pin an input's shape, e.g. x=1,3,224,224 (repeatable)")

@@ -85,3 +85,13 @@ def test_profiles_command_marks_availability(cli) -> None:
     assert rows["generic"]["available"] is True
     assert rows["iphone"]["available"] is True
     assert rows["android"]["available"] is False and "not built" in rows["android"]["unavailable_because"]
+
+
+def test_profile_lists_take_commas_repeats_and_all() -> None:
+    from edgepack.build_checks import target_available
+    from edgepack.cli import profile_list
+    from edgepack.profile import builtin_names, load_profile
+
+    assert profile_list(["web,iphone", "web", " generic "]) == ["web", "iphone", "generic"]
+    buildable = [name for name in builtin_names() if target_available(load_profile(name)) is None]
+    assert profile_list(["all"]) == buildable and "generic" in buildable

@@ -3,6 +3,7 @@ C core lacks (every such node listed)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import onnx
@@ -81,3 +82,17 @@ def test_ops_the_core_lacks_fail_the_build_with_every_missing_node(cli, tmp_path
     assert "RandomNormalLike (add_noise)" in message and "ReverseSequence (reverse_rows)" in message
     assert "Relu" not in message
     assert not (tmp_path / "dist" / "unsupported-raspberry-pi").exists()
+
+
+def test_several_profiles_build_in_turn_and_a_failing_one_stops_none(cli, tmp_path: Path) -> None:
+    """`--profile generic,raspberry-pi --profile generic`: generic builds (once); raspberry-pi fails on the dynamic
+    dim and says why in its row; the exit code says that one failed."""
+    model = dynamic_length_model(tmp_path / "dynamic.onnx")
+    result = cli("build", model, "--profile", "generic,raspberry-pi", "--profile", "generic", "-o", tmp_path / "dist",
+                 "--json")
+    rows = json.loads(result.out)
+    assert result.code == 2
+    assert [(row["profile"], row["built"]) for row in rows] == [("generic", True), ("raspberry-pi", False)]
+    assert "dynamic dims" in rows[1]["error"] and "--dim length=SIZE" in rows[1]["error"]
+    assert (tmp_path / "dist" / "dynamic-generic" / "manifest.json").is_file()
+    assert not (tmp_path / "dist" / "dynamic-raspberry-pi").exists()

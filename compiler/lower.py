@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from edgepack.runtime.capability import MAX_VALUE_ELEMENTS, RANDOM_OPS, Values, outer_reads
+from edgepack.runtime.capability import MAX_VALUE_ELEMENTS, RANDOM_OPS, Values, has_subgraph, outer_reads
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.function_bodies import defines_body, function_nodes
 from edgepack.runtime.native import epk
@@ -70,7 +70,6 @@ class NeedsValues(EdgepackError):
 
 SHAPE_FIRST = ("ConstantOfShape", "Range")
 """Ops whose first input (not only later ones) gives their output's shape."""
-"""The largest model input a plan is lowered for the value of (shapes, axes, scales are small)."""
 
 
 class Lowering:
@@ -231,7 +230,7 @@ class Lowering:
         elif node.op_type in ("Reshape", "Cast") and isinstance(inputs[0], Quantized) and \
                 (quantized := follow(node, inputs[0], *self.infer(node, inputs)[0][::-1])) is not None:
             values = [quantized]
-        elif all(not isinstance(v, Runtime) for v in inputs) and not _has_subgraph(node):
+        elif all(not isinstance(v, Runtime) for v in inputs) and not has_subgraph(node):
             values = fold_node(node, inputs, self.model)
         elif node.op_type in ("Shape", "Size") and isinstance(inputs[0], Runtime):
             values = [shape_value(node, inputs[0].shape)]
@@ -408,10 +407,6 @@ def _uses(graph: onnx.GraphProto) -> dict[str, int]:
                 for out in body.output:
                     counts[out.name] = counts.get(out.name, 0) + 1
     return counts
-
-
-def _has_subgraph(node: onnx.NodeProto) -> bool:
-    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
 
 
 def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> dict[str, tuple[str, tuple[int, ...]]]:

@@ -11,30 +11,26 @@ import onnx
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.op_contract import contract
 
-from .emitters import EMITTERS
+from .emitters import EMITTERS, dtype_of
 from .values import Runtime
 
 if TYPE_CHECKING:
     from .lower import Lowering
 
 VIA_FLOAT32 = contract().via_float32
-NARROWED = {"float64", "float16", "bfloat16"}
+NARROWED = contract().dtype_sets["wide_floats"] - {"float32"}
 """The float dtypes `via_float32` ops take through float32 copies."""
 
 
-def dtype_name(value: Any) -> str:
-    return value.dtype if isinstance(value, Runtime) else np.asarray(value).dtype.name
-
-
 def takes_float32_copies(node: onnx.NodeProto, inputs: list[Any]) -> bool:
-    return node.op_type in VIA_FLOAT32 and any(dtype_name(v) in NARROWED for v in inputs if v is not None)
+    return node.op_type in VIA_FLOAT32 and any(dtype_of(v) in NARROWED for v in inputs if v is not None)
 
 
 def lower_in_float32(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     """The node through its emitter on float32 copies of its narrowed inputs; outputs cast back to their dtypes."""
     narrowed = []
     for k, value in enumerate(inputs):
-        if value is not None and dtype_name(value) in NARROWED:
+        if value is not None and dtype_of(value) in NARROWED:
             if isinstance(value, Runtime):
                 copy = lw.arena(f"{node.output[0]}/input{k}/float32", "float32", value.shape)
                 lw.emit("Cast", [value], [copy])
@@ -48,7 +44,7 @@ def lower_in_float32(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> l
     results = EMITTERS[node.op_type](lw, inner, narrowed)
     outputs = []
     for name, (dtype, _), value in zip(node.output, lw.infer(node, inputs), results):
-        if dtype_name(value) == dtype:
+        if dtype_of(value) == dtype:
             outputs.append(value)
         elif isinstance(value, Runtime):
             outputs.append(lw.arena(name, dtype, value.shape))

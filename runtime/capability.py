@@ -106,10 +106,14 @@ def _computes_constants(node: onnx.NodeProto, constants: set[str], subgraphs: bo
     """Whether the node computes from `constants` only (what its subgraphs read too; with `subgraphs` False, a node
     with a subgraph never does)."""
     inputs = [name for name in (node.input[:1] if node.op_type == "CastLike" else node.input) if name]
-    if not subgraphs and any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    if not subgraphs and has_subgraph(node):
         return False
     reads = outer_reads(node)
     return bool(inputs) and node.op_type not in RANDOM_OPS and all(name in constants for name in [*inputs, *reads])
+
+
+def has_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
 
 
 def outer_reads(node: onnx.NodeProto) -> set[str]:

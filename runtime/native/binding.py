@@ -11,11 +11,10 @@ import numpy as np
 from edgepack.runtime.errors import EdgepackError
 
 from .build import shared_library
-from .epk import DTYPES, SUB_BYTE, from_plan_bytes, numpy_dtype, plan_bytes
+from .epk import NAMES, SUB_BYTE, from_plan_bytes, numpy_dtype, plan_bytes
 
 MAX_RANK = 8
 MEMORY_ALIGN = 64
-NUMPY_DTYPES = {code: name for name, code in DTYPES.items()}
 
 
 class TensorInfo(ctypes.Structure):
@@ -103,7 +102,7 @@ class NativeSession:
         getter(self.handle, index, ctypes.byref(info))  # type: ignore[operator]
         name = ctypes.string_at(info.name, info.name_len).decode() if info.name_len else ""
         offset = info.data - self.memory.ctypes.data
-        return Port(name, NUMPY_DTYPES[info.dtype], tuple(info.dims[:info.rank]),
+        return Port(name, NAMES[info.dtype], tuple(info.dims[:info.rank]),
                     self.memory[offset:offset + info.bytes])
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

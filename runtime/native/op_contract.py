@@ -53,7 +53,7 @@ class PlanOp:
     claims: tuple[Claim, ...]
     weight_slots: WeightSlots | None
     any_dtype: bool = False
-    """Its kernel checks every dtype itself; others see only the core dtypes (`[dtypes] core`)."""
+    """Its kernel checks every dtype itself; others see only the core dtypes (`[dtype_sets] held`)."""
 
     @property
     def c_name(self) -> str:
@@ -63,12 +63,17 @@ class PlanOp:
 @dataclass(frozen=True)
 class Contract:
     dtypes: dict[str, int]
-    core_dtypes: frozenset[str]
-    """The dtypes every kernel takes (the `held` set); others only ops marked `any_dtype` read or write."""
+    dtype_sets: dict[str, frozenset[str]]
+    """[dtype_sets], each expanded to its dtypes."""
     kinds: dict[str, tuple[str, ...]]
     kind_prefixes: dict[str, str]
     ops: tuple[PlanOp, ...]
     lowered: tuple[Claim, ...] = field(default=())
+
+    @property
+    def core_dtypes(self) -> frozenset[str]:
+        """The dtypes every kernel takes (the `held` set); others only ops marked `any_dtype` read or write."""
+        return self.dtype_sets["held"]
 
     def op(self, name: str) -> PlanOp:
         return next(op for op in self.ops if op.name == name)
@@ -107,7 +112,7 @@ def contract() -> Contract:
     table = tomllib.loads(CONTRACT.read_text())
     sets = table["dtype_sets"]
     ops = []
-    for position, entry in enumerate(sorted(table["ops"], key=lambda e: e["id"])):
+    for position, entry in enumerate(table["ops"]):
         if entry["id"] != position:
             raise ValueError(f"ops.toml: op {entry['name']!r} has id {entry['id']}, expected {position}")
         slots = entry.get("weight_slots")
@@ -116,7 +121,7 @@ def contract() -> Contract:
                           WeightSlots(slots["own_inputs"], slots["own_params"], tuple(slots["slots"]))
                           if slots else None, entry.get("any_dtype", False)))
     lowered = tuple(_claim(c, sets) for entry in table.get("lowered", ()) for c in entry["claims"])
-    return Contract(table["dtypes"], expand(["held"], sets),
+    return Contract(table["dtypes"], {name: expand([name], sets) for name in sets},
                     {kind: tuple(v["names"]) for kind, v in table["kinds"].items()},
                     {kind: v["c_prefix"] for kind, v in table["kinds"].items()}, tuple(ops), lowered)
 

@@ -15,14 +15,8 @@ from ..native.op_contract import Claim, contract
 
 Limit = Callable[[onnx.NodeProto, Values], str | None]
 
-F32 = frozenset({"float32"})
-INDEX = frozenset({"int32", "int64"})
-NUMBERS = frozenset({"float32", "int32", "int64"})
-HELD = frozenset({"float32", "int32", "int64", "int8", "uint8", "bool"})
-QUANTIZED = frozenset({"int8", "int4"})
-WIDE_FLOATS = frozenset({"float32", "float64", "float16", "bfloat16"})
-WIDE_NUMBERS = WIDE_FLOATS | {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
-SCALES = frozenset({"float32", "float16"})
+SETS = contract().dtype_sets
+"""The dtype sets of the op contract (ops.toml's [dtype_sets])."""
 
 
 def constants(*indices: int) -> Limit:
@@ -210,7 +204,7 @@ def dequantize_limit(node: onnx.NodeProto, values: Values) -> str | None:
     run-time values, int8/uint8/int32 with float32 scales."""
     if all(name in values.constants for name in node.input if name):
         used = {values.types.get(name) for name in [*node.input, *node.output] if name}
-        if not used <= QUANTIZED | SCALES:
+        if not used <= SETS["quantized"] | SETS["scales"]:
             return "constant values must be int8 or int4 with float32 or float16 scales"
         return weights(0, 1, 2)(node, values) or LIMITS["dequantize_types"](node, values)
     return _dequantize_runtime(node, values)
@@ -272,9 +266,10 @@ LIMITS: dict[str, Limit] = {
     "single_output": single_output, "spatial_1d_2d": spatial_1d_2d, "einsum_limit": einsum_limit,
     "training_off": training_off, "recurrent_limit": recurrent_limit, "resize_limit": resize_limit,
     "resize_gpu_limit": resize_gpu_limit, "grid_sample_limit": grid_sample_limit,
-    "first_input_f32": input_types({0: F32}), "first_input_float": input_types({0: WIDE_FLOATS}),
-    "numeric_operands": input_types({0: WIDE_NUMBERS, 1: WIDE_NUMBERS}), "index_indices": input_types({1: INDEX}),
-    "dequantize_types": input_types({0: QUANTIZED, 1: SCALES}), "dequantize_limit": dequantize_limit,
+    "first_input_f32": input_types({0: SETS["f32"]}), "first_input_float": input_types({0: SETS["wide_floats"]}),
+    "numeric_operands": input_types({0: SETS["wide_numbers"], 1: SETS["wide_numbers"]}),
+    "index_indices": input_types({1: SETS["index"]}),
+    "dequantize_types": input_types({0: SETS["quantized"], 1: SETS["scales"]}), "dequantize_limit": dequantize_limit,
     "quantize_limit": quantize_limit, "integer_product_limit": integer_product_limit, "qlinear_limit": qlinear_limit,
     "nms_thresholds_given": nms_thresholds_given,
     "real_or_complex_signal": real_or_complex_signal,

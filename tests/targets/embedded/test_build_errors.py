@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 
@@ -44,20 +45,15 @@ def test_dynamic_dims_fail_the_build_and_say_how_to_pin_them(cli, tmp_path: Path
     assert not (tmp_path / "dist" / "dynamic-raspberry-pi").exists()
 
 
-def test_pinning_the_dynamic_dim_builds_the_library(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("flags", "shape"), [(["--input-shape", "x=1,16"], "[1, 16]"),
+                                             (["--dim", "length=24"], "[1, 24]")])
+def test_pinning_the_dynamic_dim_builds_the_library(cli, tmp_path: Path, flags: list[str], shape: str) -> None:
+    """--input-shape fixes the input's shape; --dim pins the named dim over the profile's pins."""
     model = dynamic_length_model(tmp_path / "dynamic.onnx")
-    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist", "--input-shape", "x=1,16")
+    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist", *flags)
     assert result.code == 0, result.message
     header = (tmp_path / "dist" / "dynamic-raspberry-pi" / "include" / "dynamic.h").read_text()
-    assert '/* input "x": float32 [1, 16] */' in header
-
-
-def test_dim_pins_a_symbolic_dim_over_the_profile(cli, tmp_path: Path) -> None:
-    model = dynamic_length_model(tmp_path / "dynamic.onnx")
-    result = cli("build", model, "--profile", "raspberry-pi", "-o", tmp_path / "dist", "--dim", "length=24")
-    assert result.code == 0, result.message
-    header = (tmp_path / "dist" / "dynamic-raspberry-pi" / "include" / "dynamic.h").read_text()
-    assert '/* input "x": float32 [1, 24] */' in header
+    assert f'/* input "x": float32 {shape} */' in header
 
 
 def test_the_batch_pin_fixes_a_leading_dim_whatever_its_name(cli, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
    int64, and every other number dtype through wide.c); Where; Expand. */
 #include "wide.h"
 
-static int is_compare(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_OR_EQUAL; }
 static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }
 static int is_bitwise(int32_t kind) { return kind >= B_BIT_SHIFT_LEFT && kind <= B_BITWISE_XOR; }
 
@@ -16,7 +15,7 @@ static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
     int number = ep_wide_real(a->dtype) || ep_wide_integer(a->dtype);
     if (a->dtype != b->dtype && !(kind == B_POW && (ep_wide_real(b->dtype) || ep_wide_integer(b->dtype))))
         return ep_fail(error, n, ": inputs of different dtypes");
-    int32_t want = (is_compare(kind) || is_logic(kind)) ? EP_BOOL : a->dtype;
+    int32_t want = (ep_binary_compares(kind) || is_logic(kind)) ? EP_BOOL : a->dtype;
     if (y->dtype != want) return ep_fail(error, n, ": wrong output dtype");
     int supported = is_logic(kind)     ? a->dtype == EP_BOOL
                     : is_bitwise(kind) ? ep_wide_integer(a->dtype)
@@ -67,7 +66,7 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
     int64_t counter[EP_MAX_RANK];
     for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {
         const float *pa = A + row.in[0], *pb = B + row.in[1];
-        if (is_compare(kind)) {
+        if (ep_binary_compares(kind)) {
             uint8_t *py = (uint8_t *)n->out[0]->data + row.out;
             switch (kind) {
             case B_EQUAL: EP_ROW_LOOP(x == z); break;
@@ -120,7 +119,7 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
         for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {               \
             for (int64_t i = 0; i < row.length; i++) {                                                              \
                 T v = NAME##_op(kind, A[row.in[0] + i * row.step[0]], B[row.in[1] + i * row.step[1]]);              \
-                if (is_compare(kind)) ((uint8_t *)n->out[0]->data)[row.out + i] = (uint8_t)v;                       \
+                if (ep_binary_compares(kind)) ((uint8_t *)n->out[0]->data)[row.out + i] = (uint8_t)v;                       \
                 else ((T *)n->out[0]->data)[row.out + i] = v;                                                       \
             }                                                                                                       \
         }                                                                                                           \

@@ -37,26 +37,6 @@ static ep_status out_of_range(const ep_context *c, const char *op) {
 /* Whether t holds int32 or int64 indices. */
 static int is_index(const ep_tensor *t) { return t->dtype == EP_I32 || t->dtype == EP_I64; }
 
-/* The integer (or bool) element at p. */
-static int64_t load_int(const uint8_t *p, int32_t dtype) {
-    switch (dtype) {
-    case EP_I32: { int32_t v; ep_memcpy(&v, p, 4); return v; }
-    case EP_I64: { int64_t v; ep_memcpy(&v, p, 8); return v; }
-    case EP_I8: return (int8_t)*p;
-    default: return *p;
-    }
-}
-
-/* Stores value at p in the tensor's integer dtype (bool: nonzero is true), wrapping. */
-static void store_int(uint8_t *p, int32_t dtype, int64_t value) {
-    switch (dtype) {
-    case EP_I32: { int32_t v = (int32_t)value; ep_memcpy(p, &v, 4); break; }
-    case EP_I64: ep_memcpy(p, &value, 8); break;
-    case EP_BOOL: *p = value != 0; break;
-    default: *p = (uint8_t)value; break;
-    }
-}
-
 /* a combined with b by the reduction, wrapping on overflow. */
 static int64_t reduce_int(int64_t a, int64_t b, int32_t reduction) {
     switch (reduction) {
@@ -93,7 +73,8 @@ static void combine(const ep_tensor *out, int64_t at, const ep_tensor *updates, 
         a = reduce_f32(a, b, reduction);
         ep_memcpy(dst, &a, 4);
     } else {
-        store_int(dst, out->dtype, reduce_int(load_int(dst, out->dtype), load_int(src, out->dtype), reduction));
+        ep_store_int(dst, out->dtype, 0, (uint64_t)reduce_int((int64_t)ep_load_int(dst, out->dtype, 0),
+                                                             (int64_t)ep_load_int(src, out->dtype, 0), reduction));
     }
 }
 

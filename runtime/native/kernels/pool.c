@@ -153,17 +153,6 @@ static void window_dim(const pool_geometry *g, const pool_layout *l, int i, int6
     *inside = w->hi[i] - w->lo[i];
 }
 
-static float load(const void *data, int32_t dtype, int64_t i) {
-    if (dtype == EP_F32) return ((const float *)data)[i];
-    return dtype == EP_I8 ? (float)((const int8_t *)data)[i] : (float)((const uint8_t *)data)[i];
-}
-
-static void store(void *data, int32_t dtype, int64_t i, float v) {
-    if (dtype == EP_F32) ((float *)data)[i] = v;
-    else if (dtype == EP_I8) ((int8_t *)data)[i] = (int8_t)v;
-    else ((uint8_t *)data)[i] = (uint8_t)v;
-}
-
 static float lp_term(float v, int32_t p) {
     float a = v < 0.0f ? -v : v;
     return p == 1 ? a : p == 2 ? a * a : ep_powf(a, (float)p);
@@ -195,7 +184,7 @@ static float accumulate_f32(const pool_geometry *g, const float *in, const pool_
 static float max_with_index(const pool_geometry *g, const ep_tensor *x, const pool_row *r, int64_t plane_offset,
                             float acc, int seen, int64_t *argmax) {
     for (int64_t j = 0; j < r->length; j++) {
-        float v = load(x->data, x->dtype, r->row + j * r->step);
+        float v = (float)ep_load_real(x->data, x->dtype, r->row + j * r->step);
         if (!seen || v > acc || (v != v && acc == acc)) {
             acc = v;
             *argmax = g->order ? r->column + j * r->column_step : r->row - plane_offset + j * r->step;
@@ -320,7 +309,7 @@ static void pool_output_row(const pool_geometry *g, const pool_layout *l, pool_w
         float acc = reduce_window(g, l, w, x, plane_offset, indices || y->dtype != EP_F32 ? &argmax : NULL);
         float value = finish(g, w, acc);
         if (y->dtype == EP_F32) ((float *)y->data)[o + j] = value;
-        else store(y->data, y->dtype, o + j, value);
+        else ep_store_real(y->data, y->dtype, o + j, value, 1);
         if (indices) indices[o + j] = plane_offset + argmax;
     }
 }

@@ -77,24 +77,13 @@ static ep_status check_quantize(const ep_node *n, size_t *scratch, char *error) 
     return check_scales(n, x, scale, zero, axis, block, error);
 }
 
-static int64_t zero_at(const ep_tensor *zero, int64_t i) {
-    if (!zero) return 0;
-    switch (zero->dtype) {
-    case EP_I8: return ((const int8_t *)zero->data)[i];
-    case EP_U8: return ((const uint8_t *)zero->data)[i];
-    default: return ((const int32_t *)zero->data)[i];
-    }
-}
+static int64_t integer_at(const ep_tensor *x, int64_t i) { return (int64_t)ep_load_int(x->data, x->dtype, i); }
 
-static int64_t integer_at(const ep_tensor *x, int64_t i) { return zero_at(x, i); }
+static int64_t zero_at(const ep_tensor *zero, int64_t i) { return zero ? integer_at(zero, i) : 0; }
 
 /* round(v) + zero saturated to the byte dtype (NaN gives the zero point). */
 static void store_quantized(void *data, int32_t dtype, int64_t i, float v, int64_t zero) {
-    float low = dtype == EP_I8 ? -128.0f : 0.0f, high = dtype == EP_I8 ? 127.0f : 255.0f;
-    float q = v == v ? ep_roundf_even(v) + (float)zero : (float)zero;
-    q = q < low ? low : (q > high ? high : q);
-    if (dtype == EP_I8) ((int8_t *)data)[i] = (int8_t)(int32_t)q;
-    else ((uint8_t *)data)[i] = (uint8_t)(int32_t)q;
+    ep_store_real(data, dtype, i, v == v ? (double)ep_roundf_even(v) + (double)zero : (double)zero, 1);
 }
 
 /* The scale (and zero point) index of element (o, a, r). */

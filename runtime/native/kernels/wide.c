@@ -107,14 +107,14 @@ static uint64_t binary_int(int32_t kind, uint64_t a, uint64_t b, int is_signed, 
     return a ^ b;
 }
 
-static int is_compare(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_OR_EQUAL; }
+int ep_binary_compares(int32_t kind) { return kind >= B_EQUAL && kind <= B_GREATER_OR_EQUAL; }
 
 /* The output has the first input's dtype (bool for comparisons); Pow's exponent may have another dtype, and the
    power is then computed in double. */
 void ep_binary_wide(const ep_node *n, const ep_broadcast *b) {
     int32_t kind = n->params[0], dtype = n->in[0]->dtype, b_dtype = n->in[1]->dtype, bits = ep_dtype_bits(dtype);
     int real = ep_wide_real(dtype) || b_dtype != dtype, is_signed = ep_dtype_is_signed(dtype);
-    int compare = is_compare(kind);
+    int compare = ep_binary_compares(kind);
     const void *A = n->in[0]->data, *B = n->in[1]->data;
     void *Y = n->out[0]->data;
     ep_row row;

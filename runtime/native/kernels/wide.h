@@ -11,6 +11,8 @@ int ep_wide_real(int32_t dtype);
 int ep_wide_integer(int32_t dtype);
 /* The remainder of a / b: with the sign of b (`floored`, ONNX Mod with fmod 0) or of a (fmod 1); NaN for b = 0. */
 double ep_remainder(double a, double b, int floored);
+/* Whether a binary kind compares (Equal, Less, Greater, LessOrEqual, GreaterOrEqual): its output is bool. */
+int ep_binary_compares(int32_t kind);
 /* A binary kind (arithmetic, comparison, bitwise) on inputs of one dtype outside the fast paths. */
 void ep_binary_wide(const ep_node *n, const ep_broadcast *b);
 

@@ -72,13 +72,19 @@ def pin_flags(model: onnx.ModelProto, names: set[str]) -> str:
         dims = value.type.tensor_type.shape.dim
         if not value.type.tensor_type.HasField("shape"):
             flags.append(f"--input-shape {value.name}=D1,D2,...")
-        elif all(d.dim_value > 0 or d.dim_param for d in dims):
+        elif all(d.dim_value > 0 or pinnable_name(d.dim_param) for d in dims):
             flags += [f"--dim {d.dim_param}=SIZE" for d in dims if not d.dim_value > 0 and
                       f"--dim {d.dim_param}=SIZE" not in flags]
         else:
             shape = ",".join(str(d.dim_value) if d.dim_value > 0 else "SIZE" for d in dims)
             flags.append(f"--input-shape {value.name}={shape}")
     return " ".join(flags)
+
+
+def pinnable_name(dim_param: str) -> bool:
+    """Whether `--dim NAME=SIZE` can pin a dim of this name: exporters write `?` (or nothing) for a dim they did not
+    name, and one such name stands for unrelated dims."""
+    return dim_param not in ("", "?")
 
 
 def plan_of(model: onnx.ModelProto, product: str) -> Plan:

@@ -15,7 +15,7 @@ from typing import Any
 import onnx
 
 from edgepack.packager.graphs import count_nodes
-from edgepack.packager.lower import Lowered, Lowerer
+from edgepack.packager.lower import FIXED_SHAPE_FORMS, Lowered, Lowerer, pinned_shapes
 from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.profile import Profile
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
@@ -198,6 +198,8 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
     if state.pins:
         checked = infer_shapes(checked, state.model_path.name)
     state.checked, state.conversion = convert_opset(checked, *opset_range(profile))
+    if all(state.target.forms.get(provider) in FIXED_SHAPE_FORMS for provider in profile.providers):
+        pinned_shapes(state.checked, state.target.product)
     report.source_nodes, report.source_bytes = count_nodes(state.source.model), state.source.bytes
     if state.options.calibration is not None:
         state.samples = load_calibration(state.options.calibration, model_inputs(state.checked))

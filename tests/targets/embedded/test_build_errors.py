@@ -8,6 +8,9 @@ from pathlib import Path
 
 import onnx
 import pytest
+
+from edgepack import build
+from edgepack.runtime.errors import EdgepackError
 from onnx import TensorProto, helper
 
 
@@ -17,11 +20,30 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
     return path
 
 
-def dynamic_length_model(path: Path) -> Path:
+def dynamic_length_model(path: Path, length: str = "length") -> Path:
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "length"])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "length"])])
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, length])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, length])])
     return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+class StageLog:
+    """A build reporter that keeps the names of the stages that started."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def start(self, stage: str, detail: str = "") -> None:
+        self.started.append(stage)
+
+    def update(self, detail: str) -> None:
+        pass
+
+    def finish(self, stage: str, seconds: float, summary: str) -> None:
+        pass
+
+    def fail(self, stage: str) -> None:
+        pass
 
 
 def unsupported_ops_model(path: Path) -> Path:
@@ -43,6 +65,17 @@ def test_dynamic_dims_fail_the_build_and_say_how_to_pin_them(cli, tmp_path: Path
     assert "--dim length=SIZE" in result.message
     assert "\n" not in result.message and result.message.count("error:") == 1
     assert not (tmp_path / "dist" / "dynamic-raspberry-pi").exists()
+
+
+def test_dynamic_dims_are_refused_before_any_work(tmp_path: Path) -> None:
+    """The refusal comes from the load stage, before slimming or quantizing; a dim exported as `?` (unnamed) is
+    pinned with --input-shape, since `--dim ?=SIZE` would pin every unnamed dim at once."""
+    model = dynamic_length_model(tmp_path / "dynamic.onnx", length="?")
+    log = StageLog()
+    with pytest.raises(EdgepackError) as refusal:
+        build(model, "raspberry-pi", tmp_path / "dist", reporter=log)
+    assert log.started == ["load"]
+    assert "--input-shape x=1,SIZE" in refusal.value.paragraph() and "--dim" not in refusal.value.paragraph()
 
 
 @pytest.mark.parametrize(("flags", "shape"), [(["--input-shape", "x=1,16"], "[1, 16]"),

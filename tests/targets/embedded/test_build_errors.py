@@ -8,10 +8,10 @@ from pathlib import Path
 
 import onnx
 import pytest
+from onnx import TensorProto, helper
 
 from edgepack import build
 from edgepack.runtime.errors import EdgepackError
-from onnx import TensorProto, helper
 
 
 def save(model: onnx.ModelProto, path: Path) -> Path:

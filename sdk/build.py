@@ -14,12 +14,12 @@ from typing import Any
 
 import onnx
 
+from edgepack.packager.flops import model_flops
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.lower import FIXED_SHAPE_FORMS, Lowered, Lowerer, pinned_shapes
 from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.profile import Profile
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
-from edgepack.packager.slim import slim
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.model_file import SourceModel, load_model, resolve_model_path
 from edgepack.targets import TARGETS, BundleInput, Target
@@ -37,6 +37,7 @@ from .opset import convert_opset
 from .profile import load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
 from .sample_inputs import integer_limits, sample_feeds
+from .shared_work import SharedWork
 from .tune import SpeedChoice, choose_int8_compute
 from .verify import Oracle, SampleInputs, fidelity_summary, measure, run_oracle
 
@@ -50,6 +51,8 @@ class BuildResult:
     bundle_dir: Path
     manifest: dict[str, Any]
     report: BuildReport
+    sample: dict[str, Any] = field(default_factory=dict)
+    """The first sample input the build ran the bundle on (feeds by input name)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ class BuildState:
     partitions: list[Partition] = field(default_factory=list)
     lowered: list[Lowered] = field(default_factory=list)
     fidelity: dict[str, Any] | None = None
+    shared: SharedWork = field(default_factory=SharedWork)
+    """Slim and oracle work shared with the other profiles of a multi-profile build."""
 
     @property
     def target(self) -> Target:
@@ -138,13 +143,15 @@ def build(
     tune: bool = False,
     verify: bool = True,
     dims: dict[str, int] | None = None,
+    shared: SharedWork | None = None,
 ) -> BuildResult:
     """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`. `weights` and `activations`
     override the profile's precision; `exclude_ops` (op types) and `exclude_nodes` (node names) stay in fp32.
     `calibration` (a folder of .npz/.npy samples, or feeds dicts) makes int8 activations static. `tune` times int8
     against fp32 per op class on the target's runtime instead of reading the measured table. `verify=False` skips
     the verify stage (the manifest's `fidelity` is then null): for tests of a bundle's structure. `dims` (dim name
-    -> size) pins symbolic dims over the profile's own pins."""
+    -> size) pins symbolic dims over the profile's own pins. `shared` carries slim and oracle work between the builds
+    of one model for several profiles (`edgepack.portability.build_all`)."""
     profile = check_options(profile if isinstance(profile, Profile) else load_profile(profile), weights, activations,
                             calibration, calibration_method)
     if dims:
@@ -155,7 +162,7 @@ def build(
     options = BuildOptions(input_shapes or {}, sample_inputs, accept_fidelity_loss, exclude_ops, exclude_nodes,
                            calibration, calibration_method, tune, verify)
     state = BuildState(model_path, profile, options, BuildReport(str(model_path), profile.name, profile.target,
-                                                                 str(final)))
+                                                                 str(final)), shared=shared or SharedWork())
     progress = reporter or SilentReporter()
     for stage in (load_stage, slim_stage, quantize_stage, oracle_stage):
         run_stage(stage, state, progress)
@@ -171,7 +178,7 @@ def build(
             refuse_fidelity_loss(state)
     finally:
         state.lowerer.close()
-    return BuildResult(final, manifest, state.report)
+    return BuildResult(final, manifest, state.report, state.oracle.samples[0])
 
 
 def run_stage(stage: Stage, state: BuildState, progress: Reporter) -> None:
@@ -201,6 +208,7 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
     if all(state.target.forms.get(provider) in FIXED_SHAPE_FORMS for provider in profile.providers):
         pinned_shapes(state.checked, state.target.product)
     report.source_nodes, report.source_bytes = count_nodes(state.source.model), state.source.bytes
+    report.source_ops = sorted({node.op_type for node in state.source.model.graph.node})
     if state.options.calibration is not None:
         state.samples = load_calibration(state.options.calibration, model_inputs(state.checked))
     return (f"{report.source_nodes} nodes" + (f", pinned {' '.join(state.pins)}" if state.pins else "")
@@ -208,11 +216,11 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
 
 
 def slim_stage(state: BuildState, progress: Reporter) -> str:
-    state.slimmed, state.report.passes = slim(state.checked, on_pass=progress.update)
+    state.slimmed, state.report.passes, shared = state.shared.slim(state.checked, progress.update)
     state.report.slim_nodes = count_nodes(state.slimmed)
     skipped = [p.name for p in state.report.passes if p.status != "ok"]
     return (f"{state.report.source_nodes} -> {state.report.slim_nodes} nodes"
-            + (f" (skipped {', '.join(skipped)})" if skipped else ""))
+            + (f" (skipped {', '.join(skipped)})" if skipped else "") + (" (shared)" if shared else ""))
 
 
 def quantize_stage(state: BuildState, progress: Reporter) -> str:
@@ -251,11 +259,14 @@ def oracle_stage(state: BuildState, progress: Reporter) -> str:
         count = min(len(state.samples), VERIFY_CALIBRATION_SAMPLES)
         samples, origin = state.samples[:count], f"the first {count} calibration samples"
     run = options.verify or state.target.ships_expected
-    state.oracle = run_oracle(state.checked, samples, state.profile.dims, origin, run=run,
-                              first_only=not options.verify)
+    dims = state.profile.dims
+    state.oracle, shared = state.shared.oracle(
+        state.checked, (tuple(sorted(dims.items())), run, not options.verify),
+        lambda: run_oracle(state.checked, samples, dims, origin, run=run, first_only=not options.verify))
     if not run:
         return f"not run (verify=False), example input: {state.oracle.origin}"
-    return f"the fp32 source on reference, {len(state.oracle.samples)} sample(s): {state.oracle.origin}"
+    return (f"the fp32 source on reference, {len(state.oracle.samples)} sample(s): {state.oracle.origin}"
+            + (" (shared)" if shared else ""))
 
 
 def partition_stage(state: BuildState, progress: Reporter) -> str:
@@ -265,6 +276,9 @@ def partition_stage(state: BuildState, progress: Reporter) -> str:
         state.partitions = partition(state.quantized.model, providers, providers[-1], state.lowerer.compiles)
     except ValueError:  # a value crossing partitions has no known type: keep the model whole on the fallback
         state.partitions = [whole(state.quantized.model, providers[-1])]
+    state.report.placement = [{"id": p.id, "provider": p.provider, "nodes": p.nodes,
+                               **dict(zip(("flops", "flops_unknown_nodes"), model_flops(p.model)))}
+                              for p in state.partitions]
     return ", ".join(f"{p.id} {p.provider} ({p.nodes} nodes)" for p in state.partitions)
 
 

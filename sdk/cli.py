@@ -116,36 +116,32 @@ def profile_list(values: list[str]) -> list[str]:
 
 
 def build_each(args: argparse.Namespace, profiles: list[str], options: dict[str, Any]) -> int:
-    """Builds the model for each profile in turn; a failing profile does not stop the others. Exit code 2 when
-    any failed."""
-    from .build import build
-    from .verify import fidelity_summary
+    """Builds the model for each profile in one run (a failing profile stops none) and writes the portability report
+    beside the bundles. Exit code 2 when any profile failed or missed its fidelity."""
+    from .portability import REPORT_HTML, REPORT_JSON, build_all
 
-    rows = []
-    for name in profiles:
-        try:
-            if args.json:
-                result = build(args.model, name, args.output, **options)
-            else:
-                with RichReporter(stderr) as reporter:
-                    result = build(args.model, name, args.output, reporter=reporter, **options)
-            rows.append({"profile": name, "built": True, "bundle": str(result.bundle_dir),
-                         "fidelity": fidelity_summary(result.report.fidelity) if result.report.fidelity else None,
-                         "report": result.report.as_dict()})
-        except EdgepackError as error:
-            rows.append({"profile": name, "built": False, "error": error.paragraph()})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        report = build_all(args.model, profiles, args.output, latency=not args.no_timing, **options)
+        print(json.dumps(report.as_dict(), indent=2))
     else:
+        with RichReporter(stderr) as reporter:
+            report = build_all(args.model, profiles, args.output, reporter=reporter, latency=not args.no_timing,
+                               **options)
         table = Table(title=f"edgepack build: {Path(args.model).name} for {len(profiles)} profiles",
                       title_justify="left")
-        for column in ("profile", "result", "bundle, or why not"):
+        for column in ("profile", "result", "latency p50", "bundle, or why not"):
             table.add_column(column)
-        for row in rows:
-            table.add_row(row["profile"], "[green]built[/]" if row["built"] else "[red]failed[/]",
-                          escape(row["bundle"] if row["built"] else row["error"]))
+        for outcome in report.outcomes:
+            result = ("[green]built[/]" if outcome.passed else "[red]below tolerance[/]" if outcome.built
+                      else "[red]failed[/]")
+            latency = outcome.latency
+            timed = ("" if latency is None else "not timed" if latency.p50_ms is None else
+                     f"{latency.p50_ms:.3g} ms" + (" (emulated)" if latency.emulated else ""))
+            table.add_row(outcome.profile, result, timed, escape(outcome.bundle or outcome.error or ""))
         stdout.print(table)
-    return 0 if all(row["built"] for row in rows) else 2
+        stdout.print(f"portability score: [bold]{report.score:.0%}[/] of {len(profiles)} profiles; report: "
+                     f"{escape(str(Path(args.output) / REPORT_HTML))} and {REPORT_JSON}")
+    return 0 if all(outcome.passed for outcome in report.outcomes) else 2
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -377,7 +373,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("model", help="the .onnx file (or a folder holding one)")
     b.add_argument("--profile", "-p", required=True, action="append",
                    help="a built-in profile name or a .toml file; repeat it or separate names with commas to build "
-                        "for several, or give all for every built-in profile this version builds")
+                        "for several, or give all for every built-in profile this version builds; several profiles "
+                        "also write the portability report (report.json, report.html) into the output folder")
     b.add_argument("-o", "--output", default="dist", help="folder to write the bundle into (default: dist)")
     b.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...",
                    help="pin an input's shape, e.g. x=1,3,224,224 (repeatable)")
@@ -405,6 +402,8 @@ def parser() -> argparse.ArgumentParser:
                         "time, instead of the table measured by benchmarks/int8_speed.py")
     b.add_argument("--no-verify", action="store_true",
                    help="leave out the verify stage (the manifest's fidelity is null): a quicker look at a bundle")
+    b.add_argument("--no-timing", action="store_true",
+                   help="with several profiles: leave the bundles' latency on this host out of the portability report")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.set_defaults(func=cmd_build)

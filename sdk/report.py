@@ -54,6 +54,9 @@ class BuildReport:
     stages: list[StageRecord] = field(default_factory=list)
     passes: list[PassRecord] = field(default_factory=list)
     partitions: list[dict[str, Any]] = field(default_factory=list)
+    placement: list[dict[str, Any]] = field(default_factory=list)
+    """Per partition: its provider, nodes and estimated operations (`packager.flops`)."""
+    source_ops: list[str] = field(default_factory=list)
     fidelity: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -67,5 +70,7 @@ class BuildReport:
             "stages": [{"name": s.name, "seconds": round(s.seconds, 4), "summary": s.summary} for s in self.stages],
             "passes": [{**p.as_manifest(), "seconds": round(p.seconds, 4)} for p in self.passes],
             "partitions": self.partitions,
+            "placement": self.placement,
+            "source_ops": self.source_ops,
             "fidelity": self.fidelity,
         }

@@ -119,7 +119,7 @@ def test_several_profiles_build_in_turn_and_a_failing_one_stops_none(cli, tmp_pa
     model = dynamic_length_model(tmp_path / "dynamic.onnx")
     result = cli("build", model, "--profile", "generic,raspberry-pi", "--profile", "generic", "-o", tmp_path / "dist",
                  "--json")
-    rows = json.loads(result.out)
+    rows = json.loads(result.out)["profiles"]
     assert result.code == 2
     assert [(row["profile"], row["built"]) for row in rows] == [("generic", True), ("raspberry-pi", False)]
     assert "dynamic dims" in rows[1]["error"] and "--dim length=SIZE" in rows[1]["error"]

@@ -1,0 +1,91 @@
+"""How fast a bundle runs on this host, timed where its target's code can run here: the generic bundle on the `cpu`
+provider, the OpenVINO bundle on OpenVINO, the web bundle's wasm in headless Chromium, the C library under
+qemu-aarch64 (emulated: not a device's speed). CoreML runs only on Apple systems, so the iOS bundle is not timed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgepack.runtime.errors import EdgepackError
+
+RUNS = 5
+
+
+@dataclass(frozen=True)
+class Latency:
+    engine: str
+    """Where it ran, in words."""
+    p50_ms: float | None
+    runs: int
+    emulated: bool = False
+    not_timed: str | None = None
+    """Why the bundle was not timed here."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Feeds = Mapping[str, np.ndarray]
+
+
+def on_cpu(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
+    from .bench import bench
+
+    report = bench(bundle, provider="cpu", runs=runs, warmup=1, feeds=feeds)
+    return Latency("this host, cpu provider (C core)", report.engines[0].p50_ms, runs)
+
+
+def on_openvino(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
+    from .bench import bench
+
+    report = bench(bundle, runs=runs, warmup=1, feeds=feeds)
+    return Latency("this host, OpenVINO", report.engines[0].p50_ms, runs)
+
+
+def in_chromium(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
+    from edgepack.targets.web.chromium import missing
+
+    from .bench_chromium import bench_in_chromium
+
+    reason = missing()
+    if reason:
+        return Latency("headless Chromium", None, 0, not_timed=reason)
+    report = bench_in_chromium(bundle, provider="wasm", runs=runs, feeds=feeds, source=source)
+    return Latency(f"headless {report.browser}, wasm", report.timing.p50_ms, runs)
+
+
+def under_qemu(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
+    from edgepack.runtime.native.emulated import qemu
+
+    from .bench_qemu import bench_on_device
+
+    if qemu() is None:
+        return Latency("qemu-aarch64", None, 0, not_timed="qemu-aarch64 is not installed (apt-get install qemu-user)")
+    report = bench_on_device(bundle, "qemu-arm64", runs=runs, feeds=feeds)
+    return Latency("qemu-aarch64 (emulated, not a device's speed)", report.emulated_median_ms, runs, emulated=True)
+
+
+def not_here(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
+    return Latency("CoreML", None, 0, not_timed="CoreML runs only on macOS and iOS; time it with the Swift package's "
+                                                 "tests on a Mac or an iPhone")
+
+
+TIMERS: dict[str, Callable[[Path, Path, Feeds, int], Latency]] = {
+    "generic": on_cpu, "openvino": on_openvino, "web": in_chromium, "embedded": under_qemu, "ios": not_here}
+"""How each target's bundle is timed on this host."""
+
+
+def host_latency(target: str, bundle: Path, source: Path, feeds: Feeds, runs: int = RUNS) -> Latency:
+    """The bundle's median latency on this host over `runs` runs, or why it was not timed."""
+    timer = TIMERS.get(target)
+    if timer is None:
+        return Latency(target, None, 0, not_timed=f"no way to time a {target!r} bundle on this host")
+    try:
+        return timer(bundle, source, feeds, runs)
+    except EdgepackError as error:
+        return Latency(timer.__name__.replace("_", " "), None, 0, not_timed=error.paragraph())

@@ -1,0 +1,167 @@
+"""The portability report as one self-contained HTML page: the score, a table of the profiles, and SVG bar plots of
+latency, placement and bytes. No script, no external file: it opens from disk or from a CI artefact."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+PROVIDER_COLOURS = {"reference": "#7f7f7f", "onnx": "#7f7f7f", "cpu": "#1f77b4", "openvino": "#6a3d9a",
+                    "coreml": "#e377c2", "neon": "#2ca02c", "webgpu": "#ff7f0e", "wasm": "#d62728"}
+OTHER_COLOUR = "#8c564b"
+LATENCY_COLOUR = "#1f77b4"
+EMULATED_COLOUR = "#aec7e8"
+BYTES_COLOURS = {"model": "#17becf", "runtime": "#bcbd22"}
+BAR_WIDTH = 420
+ROW_HEIGHT = 26
+LABEL_WIDTH = 130
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+.score { font-size: 28px; font-weight: bold; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; max-width: 420px; }
+th { background: #f0f0f0; }
+.ok { color: #1a7f37; font-weight: bold; } .bad { color: #c62828; font-weight: bold; }
+.plots { display: flex; flex-wrap: wrap; gap: 24px; }
+.note { color: #666; font-size: 12px; }
+"""
+
+
+def render(report: dict[str, Any]) -> str:
+    rows = report["profiles"]
+    built = sum(r["built"] for r in rows)
+    passed = sum(r["passed"] for r in rows)
+    return "\n".join([
+        "<!doctype html>", "<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\">",
+        f"<title>edgepack portability: {escape(_name(report['model']))}</title>", f"<style>{STYLE}</style>",
+        "</head><body>",
+        f"<h1>Portability of {escape(_name(report['model']))}</h1>",
+        f"<p><span class=\"score\" id=\"score\">{report['score']:.0%}</span> of {len(rows)} profiles built and met "
+        f"their fidelity ({built} built, {passed} within tolerance).</p>",
+        "<h2>Profiles</h2>", _table(rows),
+        "<h2>Plots</h2>", "<div class=\"plots\">",
+        _latency_plot(rows), _placement_plot(rows), _bytes_plot(rows), "</div>",
+        "<p class=\"note\">Latency: median over a few runs on the machine that built the report; emulated timings "
+        "(qemu) are not a device's speed. FLOPs are estimated from the graph's shapes.</p>",
+        "</body></html>", ""])
+
+
+def _name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    head = ("profile", "target", "result", "fidelity (worst output)", "bytes: model / runtime", "latency p50",
+            "placement", "changed in conversion, or why it failed")
+    lines = ["<table id=\"profiles\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
+    for row in rows:
+        result = ("<span class=\"ok\">built</span>" if row["passed"] else
+                  "<span class=\"bad\">below tolerance</span>" if row["built"] else "<span class=\"bad\">failed</span>")
+        cells = [escape(row["profile"]), escape(row["target"]), result, _fidelity(row["fidelity"]),
+                 f"{row['bytes']['model']:,} / {row['bytes']['runtime']:,}" if row["bytes"] else "",
+                 _latency(row["latency"]), _placement(row["placement"]),
+                 escape(row["error"]) if row["error"] else "<br>".join(escape(item) for item in row["lost"])]
+        lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _fidelity(fidelity: dict[str, Any] | None) -> str:
+    if not fidelity:
+        return ""
+    top1 = fidelity["top1_agreement"]
+    return (f"cosine {fidelity['cosine']:.6f}<br>max abs diff {fidelity['max_abs_diff']:.3g}"
+            + (f"<br>top-1 {top1:.0%}" if top1 is not None else "") + f"<br>{fidelity['samples']} sample(s)")
+
+
+def _latency(latency: dict[str, Any] | None) -> str:
+    if not latency:
+        return ""
+    if latency["p50_ms"] is None:
+        return f"not timed: {escape(latency['not_timed'] or '')}"
+    return f"{latency['p50_ms']:.3g} ms<br><span class=\"note\">{escape(latency['engine'])}</span>"
+
+
+def _placement(placement: list[dict[str, Any]]) -> str:
+    return "<br>".join(f"{escape(p['provider'])}: {p['node_share']:.0%} of nodes"
+                       + (f", {p['flop_share']:.0%} of FLOPs" if p["flop_share"] is not None else "")
+                       for p in placement)
+
+
+def _svg(title: str, plot_id: str, body: list[str], rows: int, legend: list[tuple[str, str]] = ()) -> str:
+    height = 30 + rows * ROW_HEIGHT + (24 if legend else 0)
+    width = LABEL_WIDTH + BAR_WIDTH + 90
+    parts = [f"<figure><figcaption>{escape(title)}</figcaption>",
+             f"<svg id=\"{plot_id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" "
+             f"role=\"img\" aria-label=\"{escape(title)}\">", *body]
+    x = LABEL_WIDTH
+    for label, colour in legend:
+        parts.append(f"<rect x=\"{x}\" y=\"{height - 18}\" width=\"12\" height=\"12\" fill=\"{colour}\"/>"
+                     f"<text x=\"{x + 16}\" y=\"{height - 8}\" font-size=\"12\">{escape(label)}</text>")
+        x += 24 + 8 * len(label)
+    parts.append("</svg></figure>")
+    return "\n".join(parts)
+
+
+def _label(index: int, text: str) -> str:
+    y = 20 + index * ROW_HEIGHT
+    return f"<text x=\"{LABEL_WIDTH - 8}\" y=\"{y + 14}\" font-size=\"12\" text-anchor=\"end\">{escape(text)}</text>"
+
+
+def _bar(index: int, start: float, width: float, colour: str, tip: str) -> str:
+    y = 20 + index * ROW_HEIGHT
+    return (f"<rect x=\"{LABEL_WIDTH + start:.1f}\" y=\"{y}\" width=\"{max(width, 1):.1f}\" height=\"18\" "
+            f"fill=\"{colour}\"><title>{escape(tip)}</title></rect>")
+
+
+def _latency_plot(rows: list[dict[str, Any]]) -> str:
+    timed = [r for r in rows if r["latency"] and r["latency"]["p50_ms"] is not None]
+    top = max((r["latency"]["p50_ms"] for r in timed), default=1.0) or 1.0
+    body = []
+    for index, row in enumerate(rows):
+        body.append(_label(index, row["profile"]))
+        latency = row["latency"]
+        if latency and latency["p50_ms"] is not None:
+            width = BAR_WIDTH * latency["p50_ms"] / top
+            colour = EMULATED_COLOUR if latency["emulated"] else LATENCY_COLOUR
+            body.append(_bar(index, 0, width, colour, latency["engine"]))
+            body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
+                        f"{latency['p50_ms']:.3g} ms</text>")
+        else:
+            body.append(f"<text x=\"{LABEL_WIDTH + 4}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\" "
+                        f"fill=\"#888\">not timed</text>")
+    return _svg("Latency on this host (p50)", "latency-plot", body, len(rows),
+                [("native", LATENCY_COLOUR), ("emulated", EMULATED_COLOUR)])
+
+
+def _placement_plot(rows: list[dict[str, Any]]) -> str:
+    body, seen = [], {}
+    for index, row in enumerate(rows):
+        body.append(_label(index, row["profile"]))
+        start = 0.0
+        by_flops = bool(row["placement"]) and all(p["flop_share"] is not None for p in row["placement"])
+        for part in row["placement"]:
+            share = part["flop_share"] if by_flops else part["node_share"]
+            colour = PROVIDER_COLOURS.get(part["provider"], OTHER_COLOUR)
+            seen[part["provider"]] = colour
+            unit = "FLOPs" if by_flops else "nodes"
+            body.append(_bar(index, start, BAR_WIDTH * share, colour, f"{part['provider']}: {share:.0%} of {unit}"))
+            start += BAR_WIDTH * share
+    return _svg("Placement per provider (share of FLOPs, else of nodes)", "placement-plot", body, len(rows),
+                list(seen.items()))
+
+
+def _bytes_plot(rows: list[dict[str, Any]]) -> str:
+    top = max((r["bytes"]["bundle"] for r in rows if r["bytes"]), default=1) or 1
+    body = []
+    for index, row in enumerate(rows):
+        body.append(_label(index, row["profile"]))
+        start = 0.0
+        for kind, colour in BYTES_COLOURS.items():
+            if row["bytes"]:
+                width = BAR_WIDTH * row["bytes"][kind] / top
+                body.append(_bar(index, start, width, colour, f"{kind}: {row['bytes'][kind]:,} bytes"))
+                start += width
+    return _svg("Bundle bytes (model and runtime)", "bytes-plot", body, len(rows), list(BYTES_COLOURS.items()))

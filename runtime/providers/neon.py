@@ -22,12 +22,13 @@ def _command() -> list[str]:
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
     command = _command()
-    return planned(model, lambda plan, source: EmulatedSession(plan, command))
+    return planned(model, lambda plan, source: EmulatedSession(plan, command, options.get("timeout_s")))
 
 
 def load_plan(path: Path, options: Options) -> EmulatedSession:
-    """An `.epk` plan file (an iOS bundle's fallback partition), run as it is, at the shapes it was lowered for."""
-    return EmulatedSession(path.read_bytes(), _command())
+    """An `.epk` plan file (an iOS bundle's fallback partition), run as it is, at the shapes it was lowered for.
+    Option `timeout_s`: the longest one run may take under emulation."""
+    return EmulatedSession(path.read_bytes(), _command(), options.get("timeout_s"))
 
 
 def _missing() -> str | None:
@@ -38,4 +39,5 @@ def _missing() -> str | None:
 
 
 PROVIDER = register(Provider("neon", "the C runtime core for ARM64 with NEON (run under qemu-aarch64 here)",
-                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=_missing))
+                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=_missing,
+                             host_stand_in="cpu"))

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(PROVIDERS["neon"].missing() is not None, reason=
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(samples.path("tiny-transformer"), "raspberry-pi", tmp_path_factory.mktemp("pi"), dims={"seq": 16}).bundle_dir
+    folder = tmp_path_factory.mktemp("pi")
+    return build(samples.path("tiny-transformer"), "raspberry-pi", folder, dims={"seq": 16}).bundle_dir
 
 
 def test_the_shipped_plan_runs_on_its_host_stand_in_as_under_emulation(bundle: Path) -> None:

@@ -141,7 +141,8 @@ def main() -> None:
     (args.out / f"{stem}.md").write_text(markdown(cells, profiles, cpu))
     passed = sum(c["passed"] for c in cells)
     print(f"\n{passed} of {len(cells)} cells passed ({passed / len(cells):.1%}) in "
-          f"{time.perf_counter() - start:.0f} s; slowest build {max(c['seconds'] for c in cells):.0f} s; results in {args.out}")
+          f"{time.perf_counter() - start:.0f} s; slowest build {max(c['seconds'] for c in cells):.0f} s; "
+          f"results in {args.out}")
 
 
 if __name__ == "__main__":

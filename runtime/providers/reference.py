@@ -22,17 +22,18 @@ from .reference_limits import LIMITS, NOT_CLAIMED
 
 class BatchNormalization(BatchNormalization_14):
     """Inference unless `training_mode` is set. onnx's opset 9-13 kernel takes batch statistics whenever the
-    `momentum` attribute is present, which exporters (paddle2onnx) always write."""
+    `momentum` attribute is present, which exporters (paddle2onnx) always write. Opsets 7 and 8 also have `spatial`,
+    which onnx's evaluator refuses: 0 gives statistics per activation (shaped like one sample), not per channel."""
 
     op_domain = ""
 
     def _run(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray,
-             epsilon: float | None = None, momentum: float | None = None, training_mode: int | None = None
-             ) -> tuple[Any, ...]:
+             epsilon: float | None = None, momentum: float | None = None, training_mode: int | None = None,
+             spatial: int | None = None) -> tuple[Any, ...]:
         if training_mode:
             return super()._run(x, scale, bias, mean, var, epsilon=epsilon, momentum=momentum,
                                 training_mode=training_mode)
-        shape = (1, -1) + (1,) * (x.ndim - 2)
+        shape = (1, *mean.shape) if spatial == 0 else (1, -1) + (1,) * (x.ndim - 2)
         eps = 1e-5 if epsilon is None else epsilon
         y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
         return (y.astype(x.dtype),)

@@ -1,5 +1,6 @@
-"""The reference provider's own ConvTranspose against onnxruntime's, over the attributes the node tests leave out:
-groups, output padding, dilations, asymmetric pads, an output shape with either SAME, 1-D and 3-D; and in fp16."""
+"""The reference provider's fixes to onnx's evaluator against onnxruntime: its own ConvTranspose over the attributes
+the node tests leave out (groups, output padding, dilations, asymmetric pads, an output shape with either SAME, 1-D
+and 3-D; and in fp16), quiet Sigmoid, opset-7 BatchNormalization's `spatial`."""
 
 from __future__ import annotations
 
@@ -76,3 +77,21 @@ def test_sigmoid_of_large_inputs_is_exact_and_quiet() -> None:
         warnings.simplefilter("error")
         actual = Session(model, providers=["reference"]).run(feeds)["y"]
     np.testing.assert_allclose(actual, run_onnxruntime(model, feeds)["y"], atol=1e-7)
+
+
+@pytest.mark.parametrize("spatial", [1, 0])
+def test_opset_7_batch_normalization_takes_spatial(spatial: int) -> None:
+    """paddle2onnx's opset-7 exports (PP-OCRv5 rec) write `spatial`, which onnx's evaluator refuses; 0 means one
+    statistic per activation."""
+    rng = np.random.default_rng(0)
+    stats = (3, 4, 5) if spatial == 0 else (3,)
+    names = ("scale", "bias", "mean", "var")
+    arrays = [rng.random(stats, np.float32) + 0.5 for _ in names]
+    node = helper.make_node("BatchNormalization", ["x", *names], ["y"], epsilon=1e-3, spatial=spatial)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4, 5])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3, 4, 5])],
+                              [numpy_helper.from_array(a, n) for a, n in zip(arrays, names)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)], ir_version=8)
+    feeds = {"x": rng.standard_normal((2, 3, 4, 5)).astype(np.float32)}
+    actual = Session(model, providers=["reference"]).run(feeds)["y"]
+    np.testing.assert_allclose(actual, run_onnxruntime(model, feeds)["y"], rtol=1e-5, atol=1e-6)

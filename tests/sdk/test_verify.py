@@ -74,7 +74,8 @@ def test_sample_inputs_must_match_the_inputs(tmp_path: Path) -> None:
 def test_compare_metrics() -> None:
     scores = np.array([[0.1, 0.9], [0.8, 0.2]], np.float32)
     same = compare(scores, scores.copy())
-    assert same == {"max_abs_diff": 0.0, "cosine": pytest.approx(1.0), "top1_agreement": 1.0}
+    assert same == {"max_abs_diff": 0.0, "cosine": pytest.approx(1.0), "top1_agreement": 1.0,
+                    "scale": pytest.approx(0.9)}
     flipped = compare(scores, scores[:, ::-1].copy())
     assert flipped["top1_agreement"] == 0.0 and flipped["max_abs_diff"] == pytest.approx(0.8)
     assert compare(scores, np.zeros((3, 2), np.float32))["cosine"] == 0.0
@@ -132,3 +133,15 @@ def test_a_runtime_that_refuses_the_bundle_is_reported_not_failed(tmp_path: Path
     assert fidelity["passed"] is True
     assert fidelity["runtime"]["name"] == "onnxruntime" and "refused" in fidelity["runtime"]
     assert "onnxruntime refused the bundle" in fidelity_summary(fidelity)
+
+
+def test_a_negligible_diff_passes_whatever_the_cosine() -> None:
+    """A detector's map on a blank input is ~1e-7 everywhere: its cosine measures rounding noise. Relative to the
+    output's scale (at least 1), a diff of 1e-5 or less passes; the same cosine on a unit-scale output fails."""
+    from edgepack.verify import failed_outputs
+
+    profile = load_profile("generic")
+    tiny = {"max_abs_diff": 1.4e-7, "cosine": 0.998, "top1_agreement": None, "scale": 3e-7}
+    visible = {"max_abs_diff": 2e-3, "cosine": 0.998, "top1_agreement": None, "scale": 1.0}
+    large = {"max_abs_diff": 4e-3, "cosine": 0.99999, "top1_agreement": None, "scale": 900.0}
+    assert failed_outputs({"map": tiny, "logits": visible, "boxes": large}, profile) == ["logits"]

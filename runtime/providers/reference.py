@@ -39,6 +39,16 @@ class BatchNormalization(BatchNormalization_14):
         return (y.astype(x.dtype),)
 
 
+class GlobalMaxPool(OpRun):
+    """The maximum over every axis after the channel's, kept as size 1; onnx's kernel drops the channel axis of a
+    3-D input ((1, 512, 508) gave (1, 1): magika's jax2tf export)."""
+
+    op_domain = ""
+
+    def _run(self, x: np.ndarray) -> tuple[np.ndarray]:
+        return (np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True),)
+
+
 class Loop(OnnxLoop):
     """Scan outputs stacked on a new first axis, as the spec says; onnx's kernel `vstack`s them, which is only
     right for 1-D values (scalars come out as (n, 1))."""
@@ -138,7 +148,7 @@ def _accumulating_in_fp32(base: type) -> type:
     return type(base.__name__.split("_")[0], (base,), namespace)
 
 
-FIXES = [BatchNormalization, Loop, DequantizeLinear,
+FIXES = [BatchNormalization, GlobalMaxPool, Loop, DequantizeLinear,
          *(_accumulating_in_fp32(op) for op in (Conv, ConvTranspose, Gemm, MatMul))]
 
 

@@ -1,6 +1,6 @@
 """The reference provider's fixes to onnx's evaluator against onnxruntime: its own ConvTranspose over the attributes
 the node tests leave out (groups, output padding, dilations, asymmetric pads, an output shape with either SAME, 1-D
-and 3-D; and in fp16), quiet Sigmoid, opset-7 BatchNormalization's `spatial`."""
+and 3-D; and in fp16), quiet Sigmoid, opset-7 BatchNormalization's `spatial`, GlobalMaxPool on 3-D inputs."""
 
 from __future__ import annotations
 
@@ -95,3 +95,15 @@ def test_opset_7_batch_normalization_takes_spatial(spatial: int) -> None:
     feeds = {"x": rng.standard_normal((2, 3, 4, 5)).astype(np.float32)}
     actual = Session(model, providers=["reference"]).run(feeds)["y"]
     np.testing.assert_allclose(actual, run_onnxruntime(model, feeds)["y"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 5, 7), (2, 3, 4, 5), (1, 2, 3, 2, 2)])
+def test_global_max_pool_keeps_the_channel_axis(shape: tuple[int, ...]) -> None:
+    """onnx's evaluator reduced a 3-D input to (1, 1); magika's jax2tf export pools (1, 512, 508) to (1, 512, 1)."""
+    node = helper.make_node("GlobalMaxPool", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    feeds = {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+    actual = Session(model, providers=["reference"]).run(feeds)["y"]
+    np.testing.assert_array_equal(actual, run_onnxruntime(model, feeds)["y"])

@@ -268,7 +268,7 @@ def oracle_stage(state: BuildState, progress: Reporter) -> str:
         lambda: run_oracle(state.checked, samples, dims, origin, run=run, first_only=not options.verify))
     if not run:
         return f"not run (verify=False), example input: {state.oracle.origin}"
-    return (f"the fp32 source on reference, {len(state.oracle.samples)} sample(s): {state.oracle.origin}"
+    return (f"{state.oracle.name}, {len(state.oracle.samples)} sample(s): {state.oracle.origin}"
             + (" (shared)" if shared else ""))
 
 

@@ -18,6 +18,7 @@ from edgepack.targets import ShippedRuntime
 from .input_files import load_array
 from .sample_inputs import INTEGER_HIGH, integer_limits, sample_feeds
 
+REFERENCE = "reference provider on the fp32 source"
 SEEDS = (0, 1)
 """Seeds of the generated sample inputs when the user gives none."""
 NEGLIGIBLE_DIFF = 1e-5
@@ -91,6 +92,8 @@ class Oracle:
     samples: list[dict[str, np.ndarray]]
     expected: list[dict[str, np.ndarray]]
     origin: str
+    name: str = REFERENCE
+    """Which executor computed `expected`, and why when it is not `reference`."""
 
 
 def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
@@ -114,18 +117,51 @@ def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
         origin = (f"generated (seeds {', '.join(map(str, SEEDS))}; floats in [-1, 1], integers in "
                   f"[0, {INTEGER_HIGH}){bounded})")
     samples = samples[:1] if first_only else samples
+    if not run:
+        return Oracle(samples, [], origin)
     expected: list[dict[str, np.ndarray]] = []
-    for index, feeds in enumerate(samples if run else []):
+    failure: EdgepackError | None = None
+    for index, feeds in enumerate(samples):
         try:
             expected.append(oracle.run(feeds))
         except EdgepackError:
             raise
         except Exception as error:  # noqa: BLE001  (the source model itself rejects these inputs)
-            raise EdgepackError(
+            failure = EdgepackError(
                 f"the source model fails on sample input {index} ({origin}): {type(error).__name__}: {error}",
                 where="verify stage", fix="give real inputs with --sample-inputs DIR, or pin the input shapes "
-                                          "with --input-shape NAME=1,3,224,224") from error
-    return Oracle(samples, expected, origin)
+                                          "with --input-shape NAME=1,3,224,224")
+            failure.__cause__ = error
+            break
+    return _checked_by_onnxruntime(source, Oracle(samples, expected, origin), failure)
+
+
+def _checked_by_onnxruntime(source: onnx.ModelProto, oracle: Oracle, failure: EdgepackError | None) -> Oracle:
+    """The oracle as `reference` computed it, where onnxruntime agrees or is not installed; else onnxruntime's
+    outputs, named as such, with where `reference` failed or parted from it."""
+    from . import oracle_check
+
+    if not oracle_check.available():
+        if failure:
+            raise failure
+        return oracle
+    try:
+        runtime = oracle_check.onnxruntime_run(source)
+        theirs = [runtime(feeds) for feeds in oracle.samples]
+    except Exception:  # noqa: BLE001  (onnxruntime refuses the model: the reference provider's outputs stand)
+        if failure:
+            raise failure from None
+        return oracle
+    if failure:
+        reason = f"the reference provider fails on it: {failure.what}"
+    else:
+        found = next((d for feeds, ours, their in zip(oracle.samples, oracle.expected, theirs)
+                      if (d := oracle_check.disagreement(source, feeds, ours, their))), None)
+        if found is None:
+            return oracle
+        reason = (f"the reference provider disagrees on output {found.output!r} (max abs diff {found.relative_diff:.3g}"
+                  f" of its scale), first at node {found.first_node or '(not found)'}")
+    return Oracle(oracle.samples, theirs, oracle.origin, f"onnxruntime on the fp32 source ({reason})")
 
 
 def measure(bundle: Path, oracle: Oracle, profile: Profile, runtime: ShippedRuntime | None = None,
@@ -137,7 +173,7 @@ def measure(bundle: Path, oracle: Oracle, profile: Profile, runtime: ShippedRunt
     built = Session(bundle, full_precision=True, manifest=manifest, stand_ins=True)
     outputs = _scores(built.run, oracle)
     failures = failed_outputs(outputs, profile)
-    fidelity: dict[str, Any] = {"oracle": "reference provider on the fp32 source", "inputs": oracle.origin,
+    fidelity: dict[str, Any] = {"oracle": oracle.name, "inputs": oracle.origin,
                                 "samples": len(oracle.samples), "outputs": outputs,
                                 "tolerance": {"min_cosine": profile.required_cosine,
                                               "max_abs_diff": profile.max_abs_diff}}

@@ -17,6 +17,7 @@ from edgepack.runtime.errors import EdgepackError
 from ...capability import model_opsets
 from .compress import compress
 from .context import Context, mil_name
+from .fp16_range import with_fp16_safe_constants
 from .mil import coremltools, quiet, without_collection
 from .ops import CONVERTERS
 
@@ -75,11 +76,11 @@ def to_mlpackage(model: onnx.ModelProto, path: Path, options: Mapping[str, Any])
     asks fp16."""
     ct = coremltools()
     target = options.get("deployment_target", "iOS16")
-    conversion = to_program(model, target)
     precision = options.get("compute_precision", "fp32")
     if precision not in COMPUTE_PRECISIONS:
         raise EdgepackError(f"CoreML compute precision {precision!r} is not one of {', '.join(COMPUTE_PRECISIONS)}",
                             where="coreml provider", fix="use fp16 (the default) or fp32")
+    conversion = to_program(with_fp16_safe_constants(model) if precision == "fp16" else model, target)
     with quiet(), without_collection():
         mlmodel = ct.convert(conversion.program, convert_to="mlprogram", minimum_deployment_target=_target(ct, target),
                              compute_precision=ct.precision.FLOAT16 if precision == "fp16" else ct.precision.FLOAT32,

@@ -9,7 +9,8 @@ Per cell: whether it built and met the profile's fidelity (the build's own verif
 seconds, the bundle's bytes, and an independent check: the bundle run on this host (`Session`; the generic bundle's
 model.onnx in onnxruntime) beside onnxruntime on the source model, on an input of the recipe the build never saw
 (seed 2), whose cosine must also reach the profile's tolerance. A cell that fails gives the build's one-paragraph
-reason. `--samples` runs the sample models instead of the corpus. Results: `corpus_matrix.json` and `corpus_matrix.md` in --out.
+reason. `--samples` runs the sample models instead of the corpus. Results: `corpus_matrix.json` and
+`corpus_matrix.md` in --out.
 """
 
 from __future__ import annotations

@@ -174,6 +174,8 @@ def build(
                 run_stage(stage, state, progress)
             if needs_mixed_precision(state):
                 run_stage(mixed_precision_stage, state, progress)
+            if needs_full_precision_compute(state):
+                run_stage(full_precision_compute_stage, state, progress)
             manifest = assemble_manifest(state)
             write_manifest(state.staging, manifest)
             refuse_fidelity_loss(state)
@@ -333,6 +335,24 @@ def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
         if state.fidelity["passed"]:
             break
     return f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32: {fidelity_summary(state.fidelity)}"
+
+
+def needs_full_precision_compute(state: BuildState) -> bool:
+    """Below tolerance where the target's own tools lower the compute precision (CoreML computing in fp16), which
+    mixed precision cannot reach: the graph it gets is fp32."""
+    return (state.fidelity is not None and not state.fidelity["passed"] and state.target.applies_precision
+            and state.profile.activations != "fp32" and not state.options.accept_fidelity_loss)
+
+
+def full_precision_compute_stage(state: BuildState, progress: Reporter) -> str:
+    """The bundle made again with fp32 compute (the weights keep the profile's precision)."""
+    before = fidelity_summary(state.fidelity)
+    state.profile = replace(state.profile, activations="fp32")
+    state.lowerer.close()
+    state.lowerer = Lowerer(state.profile, state.target.forms, state.target.product)
+    for stage in PACKAGE_STAGES:
+        stage(state, progress)
+    return f"{before} in fp16 compute; in fp32 compute: {fidelity_summary(state.fidelity)}"
 
 
 def refuse_fidelity_loss(state: BuildState) -> None:

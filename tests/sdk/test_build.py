@@ -123,3 +123,23 @@ def test_force_replaces_an_existing_bundle(tmp_path: Path) -> None:
     assert not (bundle / "stale.txt").exists()
     assert (bundle / "manifest.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == [bundle.name]
+
+
+def test_ios_computes_in_fp32_when_fp16_compute_misses_the_tolerance(tmp_path: Path) -> None:
+    """(x + 1000) - 1000 loses x in fp16 (its step at 1000 is 0.5): the iphone profile's CoreML fp16 compute fails
+    verify, which mixed precision cannot fix (the target's tools lower the precision), so the bundle computes in
+    fp32, and says so."""
+    pytest.importorskip("coremltools")
+    nodes = [onnx.helper.make_node("Add", ["x", "big"], ["shifted"]), onnx.helper.make_node("Sub", ["shifted", "big"],
+                                                                                             ["y"])]
+    graph = onnx.helper.make_graph(
+        nodes, "cancel", [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 64])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 64])],
+        [onnx.numpy_helper.from_array(np.array(1000.0, np.float32), "big")])
+    model = tmp_path / "cancel.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), model)
+    result = edgepack.build(model, "iphone", tmp_path / "dist")
+    stages = {s.name: s.summary for s in result.report.stages}
+    assert "full precision compute" in stages and "in fp32 compute" in stages["full precision compute"]
+    assert result.manifest["fidelity"]["passed"]
+    assert result.manifest["partitions"][0]["options"]["compute_precision"] == "fp32"

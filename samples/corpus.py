@@ -74,7 +74,7 @@ CORPUS: dict[str, Sample] = {
                "torch (legacy)"),
         Sample("magika", "corpus", (Feed("bytes", (1, 2048), "int32", high=257),), "magika==1.0.3",
                "magika/models/standard_v3_3/model.onnx", "file-type classifier over int32 bytes, 214 classes",
-               {"bytes": (1, 2048)}, licence="Apache-2.0", exporter="tf2onnx"),
+               {"bytes": (1, 2048)}, licence="Apache-2.0", exporter="jax2tf + tf2onnx"),
         Sample("basic-pitch", "corpus", (Feed("serving_default_input_2:0", (1, 43844, 1), scale=0.1),),
                "basic-pitch==0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",
                "polyphonic pitch tracker: CQT front end, three outputs", {"serving_default_input_2:0": (1, 43844, 1)},

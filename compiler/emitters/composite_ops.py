@@ -197,3 +197,15 @@ def emit_lrn(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]
     base = binary(lw, "Add", scaled, np.array(attrs.get("bias", 1.0), np.float32), f"{name}/base")
     divisor = binary(lw, "Pow", base, np.array(attrs.get("beta", 0.75), np.float32), f"{name}/divisor")
     return [binary(lw, "Div", x, divisor, name)]
+
+
+@emitter("PRelu")
+def emit_prelu(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
+    """max(x, 0) + slope * min(x, 0), the slope broadcast to x."""
+    x, slope = inputs
+    if dtype_of(x) != "float32":
+        raise unsupported(node, "float32 only")
+    name, zero = node.output[0], np.zeros((), np.float32)
+    positive = binary(lw, "Max", x, zero, f"{name}/positive")
+    negative = binary(lw, "Min", x, zero, f"{name}/negative")
+    return [binary(lw, "Add", positive, binary(lw, "Mul", negative, slope, f"{name}/scaled"), name)]

@@ -174,8 +174,8 @@ def build(
                 run_stage(stage, state, progress)
             if needs_mixed_precision(state):
                 run_stage(mixed_precision_stage, state, progress)
-            if needs_full_precision_compute(state):
-                run_stage(full_precision_compute_stage, state, progress)
+            if needs_full_precision(state):
+                run_stage(full_precision_stage, state, progress)
             manifest = assemble_manifest(state)
             write_manifest(state.staging, manifest)
             refuse_fidelity_loss(state)
@@ -350,22 +350,29 @@ def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
     return f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32: {fidelity_summary(state.fidelity)}"
 
 
-def needs_full_precision_compute(state: BuildState) -> bool:
-    """Below tolerance where the target's own tools lower the compute precision (CoreML computing in fp16), which
-    mixed precision cannot reach: the graph it gets is fp32."""
-    return (state.fidelity is not None and not state.fidelity["passed"] and state.target.applies_precision
-            and state.profile.activations != "fp32" and not state.options.accept_fidelity_loss)
+def needs_full_precision(state: BuildState) -> bool:
+    """Not within the margin where the target's own tools lower the precision (CoreML computing in fp16, OpenVINO
+    compressing weights to fp16), which mixed precision cannot reach: the graph they get is fp32."""
+    return (state.fidelity is not None and not within_margin(state) and state.target.applies_precision
+            and (state.profile.activations != "fp32" or state.profile.weights != "fp32")
+            and not state.options.accept_fidelity_loss)
 
 
-def full_precision_compute_stage(state: BuildState, progress: Reporter) -> str:
-    """The bundle made again with fp32 compute (the weights keep the profile's precision)."""
-    before = fidelity_summary(state.fidelity)
-    state.profile = replace(state.profile, activations="fp32")
-    state.lowerer.close()
-    state.lowerer = Lowerer(state.profile, state.target.forms, state.target.product)
-    for stage in PACKAGE_STAGES:
-        stage(state, progress)
-    return f"{before} in fp16 compute; in fp32 compute: {fidelity_summary(state.fidelity)}"
+def full_precision_stage(state: BuildState, progress: Reporter) -> str:
+    """The bundle made again computing in fp32, then also with fp32 weights, until it is within the margin."""
+    steps = [(name, value) for name, value in (("activations", state.profile.activations),
+                                               ("weights", state.profile.weights)) if value != "fp32"]
+    done = []
+    for name, value in steps:
+        state.profile = replace(state.profile, **{name: "fp32"})
+        state.lowerer.close()
+        state.lowerer = Lowerer(state.profile, state.target.forms, state.target.product)
+        for stage in PACKAGE_STAGES:
+            stage(state, progress)
+        done.append(f"{name} {value} -> fp32")
+        if within_margin(state):
+            break
+    return f"{', '.join(done)}: {fidelity_summary(state.fidelity)}"
 
 
 def refuse_fidelity_loss(state: BuildState) -> None:

@@ -187,8 +187,8 @@ def _lost(result: BuildResult) -> list[str]:
         lost.append(f"precision: {quantized}")
     if "mixed precision" in stages:
         lost.append(f"mixed precision: {stages['mixed precision']}")
-    if "full precision compute" in stages:
-        lost.append(f"fp32 compute kept for fidelity: {stages['full precision compute']}")
+    if "full precision" in stages:
+        lost.append(f"precision raised for fidelity: {stages['full precision']}")
     kept_ops = {op for part in report.partitions for op in part.get("ops", [])}
     rewritten = sorted(set(report.source_ops) - kept_ops)
     if rewritten:

@@ -35,6 +35,7 @@ from .mixed_precision import doubling, sensitivity_order
 from .model_check import check_model, infer_shapes
 from .model_runner import model_inputs, profile_runner
 from .opset import convert_opset
+from .per_node import per_node, per_node_summary
 from .profile import load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
 from .sample_inputs import integer_limits, sample_feeds
@@ -69,6 +70,7 @@ class BuildOptions:
     calibration_method: str
     tune: bool
     verify: bool
+    per_node: bool
 
 
 @dataclass
@@ -144,6 +146,7 @@ def build(
     tune: bool = False,
     verify: bool = True,
     dims: dict[str, int] | None = None,
+    per_node: bool = False,
     shared: SharedWork | None = None,
 ) -> BuildResult:
     """Build a bundle of `model` for `profile` into `output_dir/<model>-<profile>`. `weights` and `activations`
@@ -151,7 +154,9 @@ def build(
     `calibration` (a folder of .npz/.npy samples, or feeds dicts) makes int8 activations static. `tune` times int8
     against fp32 per op class on the target's runtime instead of reading the measured table. `verify=False` skips
     the verify stage (the manifest's `fidelity` is then null): for tests of a bundle's structure. `dims` (dim name
-    -> size) pins symbolic dims over the profile's own pins. `shared` carries slim and oracle work between the builds
+    -> size) pins symbolic dims over the profile's own pins. `per_node` compares every value of the bundle
+    with the fp32 source's and names the first that drifts (`report.per_node`). `shared` carries slim and oracle
+    work between the builds
     of one model for several profiles (`edgepack.portability.build_all`)."""
     profile = check_options(profile if isinstance(profile, Profile) else load_profile(profile), weights, activations,
                             calibration, calibration_method)
@@ -161,7 +166,7 @@ def build(
     final = Path(output_dir) / bundle_name(model_path, profile)
     refuse_existing(final, force)
     options = BuildOptions(input_shapes or {}, sample_inputs, accept_fidelity_loss, exclude_ops, exclude_nodes,
-                           calibration, calibration_method, tune, verify)
+                           calibration, calibration_method, tune, verify, per_node)
     state = BuildState(model_path, profile, options, BuildReport(str(model_path), profile.name, profile.target,
                                                                  str(final)), shared=shared or SharedWork())
     progress = reporter or SilentReporter()
@@ -176,6 +181,8 @@ def build(
                 run_stage(mixed_precision_stage, state, progress)
             if needs_full_precision(state):
                 run_stage(full_precision_stage, state, progress)
+            if per_node and state.options.verify:
+                run_stage(per_node_stage, state, progress)
             manifest = assemble_manifest(state)
             write_manifest(state.staging, manifest)
             refuse_fidelity_loss(state)
@@ -375,9 +382,16 @@ def full_precision_stage(state: BuildState, progress: Reporter) -> str:
     return f"{', '.join(done)}: {fidelity_summary(state.fidelity)}"
 
 
+def per_node_stage(state: BuildState, progress: Reporter) -> str:
+    """Every value of the bundle beside the fp32 source's, on the first sample (`sdk/per_node.py`)."""
+    state.report.per_node = per_node(state.slimmed, state.lowered, state.oracle.samples[0], state.profile)
+    return per_node_summary(state.report.per_node)
+
+
 def refuse_fidelity_loss(state: BuildState) -> None:
     fidelity = state.fidelity
     if fidelity is not None and not fidelity["passed"] and not state.options.accept_fidelity_loss:
-        raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}",
+        drift = f"; {per_node_summary(state.report.per_node)}" if state.report.per_node else ""
+        raise EdgepackError(f"the bundle does not reach the profile's fidelity: {fidelity_summary(fidelity)}{drift}",
                             where=f"verify stage, outputs {', '.join(fidelity['failed_outputs'])}",
                             fix="pass --accept-fidelity-loss to keep it anyway, or use a profile with higher precision")

@@ -67,13 +67,14 @@ def _precision_options(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .input_shapes import parse_input_shapes
+    from .per_node import per_node_summary
     from .sample_inputs import parse_dims
     from .verify import fidelity_summary
 
     options = dict(input_shapes=parse_input_shapes(args.input_shape or []), dims=parse_dims(args.dim or []),
                    force=args.force,
                    sample_inputs=args.sample_inputs, accept_fidelity_loss=args.accept_fidelity_loss,
-                   verify=not args.no_verify, **_precision_options(args))
+                   verify=not args.no_verify, per_node=args.per_node, **_precision_options(args))
     profiles = profile_list(args.profile)
     if len(profiles) > 1:
         return build_each(args, profiles, options)
@@ -91,6 +92,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     table.add_row("bytes", f"{report.source_bytes:,}", f"{report.bundle_bytes:,}")
     table.add_row("partitions", "", ", ".join(f"{p['id']}:{p['provider']}" for p in report.partitions))
     table.add_row("fidelity", "", escape(fidelity_summary(report.fidelity)) if report.fidelity else "not verified")
+    if report.per_node is not None:
+        table.add_row("per node", "", escape(per_node_summary(report.per_node)))
     table.add_row("time", "", f"{sum(s.seconds for s in report.stages):.2f} s")
     stdout.print(table)
     stdout.print(f"bundle: [bold]{escape(str(result.bundle_dir))}[/]")
@@ -403,6 +406,8 @@ def parser() -> argparse.ArgumentParser:
                         "time, instead of the table measured by benchmarks/int8_speed.py")
     b.add_argument("--no-verify", action="store_true",
                    help="leave out the verify stage (the manifest's fidelity is null): a quicker look at a bundle")
+    b.add_argument("--per-node", action="store_true",
+                   help="compare every value of the bundle with the fp32 source's and name the first that drifts")
     b.add_argument("--no-timing", action="store_true",
                    help="with several profiles: leave the bundles' latency on this host out of the portability report")
     b.add_argument("--force", action="store_true", help="replace an existing bundle")

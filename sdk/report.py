@@ -60,6 +60,8 @@ class BuildReport:
     decomposed: list[str] = field(default_factory=list)
     """Contrib ops rewritten into standard ONNX at load (`packager.contrib`)."""
     fidelity: dict[str, Any] | None = None
+    per_node: dict[str, Any] | None = None
+    """With --per-node: the first value that drifts from the fp32 source, and the worst ones (`sdk/per_node.py`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -76,4 +78,5 @@ class BuildReport:
             "source_ops": self.source_ops,
             "decomposed": self.decomposed,
             "fidelity": self.fidelity,
+            "per_node": self.per_node,
         }

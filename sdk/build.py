@@ -32,7 +32,7 @@ from .calibration_inputs import CalibrationSource, load_calibration
 from .input_shapes import pin_shapes
 from .manifest import write_manifest
 from .mixed_precision import doubling, sensitivity_order
-from .model_check import check_model, infer_shapes
+from .model_check import check_model, declared_shapes_contradicted, infer_shapes, without_output_shapes
 from .model_runner import model_inputs, profile_runner
 from .opset import convert_opset
 from .per_node import per_node, per_node_summary
@@ -277,8 +277,16 @@ def oracle_stage(state: BuildState, progress: Reporter) -> str:
         lambda: run_oracle(state.checked, samples, dims, origin, run=run, first_only=not options.verify))
     if not run:
         return f"not run (verify=False), example input: {state.oracle.origin}"
+    wrong = declared_shapes_contradicted(state.checked, state.oracle.expected)
+    if wrong:
+        state.checked = without_output_shapes(state.checked, wrong)
+        slim_stage(state, progress)
+        quantize_stage(state, progress)
     return (f"{state.oracle.name}, {len(state.oracle.samples)} sample(s): {state.oracle.origin}"
-            + (" (shared)" if shared else ""))
+            + (" (shared)" if shared else "")
+            + "".join(f"; the model declares output {name!r} as {declared} but computes {actual}: the declared "
+                      f"shape is wrong, so it was dropped and the model slimmed again" for name, (declared, actual)
+                      in wrong.items()))
 
 
 def partition_stage(state: BuildState, progress: Reporter) -> str:

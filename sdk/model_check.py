@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import onnx
 from onnx import shape_inference
@@ -46,6 +47,35 @@ def _forget_negative_dims(model: onnx.ModelProto) -> None:
             for dim in info.type.tensor_type.shape.dim:
                 if dim.HasField("dim_value") and dim.dim_value < 0:
                     dim.ClearField("dim_value")
+
+
+def declared_shapes_contradicted(model: onnx.ModelProto, computed: list[dict]) -> dict[str, tuple[list, list]]:
+    """The outputs whose declared shape the computed values contradict (another rank, or another size where a size
+    is fixed): name -> (declared dims, computed shape). Slimming trusts declared shapes, so a wrong one changes
+    what the slimmed model computes (a CNN+LSTM OCR net declaring [1, seqlen] for a [T, 1, classes] output)."""
+    wrong = {}
+    for output in model.graph.output:
+        tensor_type = output.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            continue
+        declared = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor_type.shape.dim]
+        for values in computed:
+            actual = list(getattr(values.get(output.name), "shape", ()))
+            if output.name in values and (len(actual) != len(declared) or any(
+                    isinstance(d, int) and d > 0 and d != a for d, a in zip(declared, actual))):
+                wrong[output.name] = (declared, actual)
+                break
+    return wrong
+
+
+def without_output_shapes(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProto:
+    """A copy of `model` whose outputs `names` declare their element type only."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for output in copy.graph.output:
+        if output.name in set(names):
+            output.type.tensor_type.ClearField("shape")
+    return copy
 
 
 def _check_ops(model: onnx.ModelProto, where: str) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 
+import edgepack
 from edgepack import samples
 from edgepack.cli import main
 from edgepack.profile import load_profile
@@ -71,3 +72,16 @@ def test_profile_all_builds_each_profile_and_every_bundle_matches_onnxruntime(na
         for output, value in expected.items():
             assert actual[output].shape == value.shape, (row["profile"], output)
             assert cosine(value, actual[output]) >= required, (row["profile"], output)
+
+
+def test_a_wrongly_declared_output_shape_is_dropped_not_trusted(tmp_path: Path) -> None:
+    """ddddocr's CNN+LSTM declares its output [1, seqlen] and computes [T, 1, 8210]: slimming trusted the declared
+    shape and changed what the model computes. Built without pins, the generic bundle gives onnxruntime's output."""
+    result = edgepack.build(samples.path("ddddocr-ocr"), "generic", tmp_path)
+    oracle = next(s.summary for s in result.report.stages if s.name == "oracle")
+    assert "declares output '387' as [1, 'seqlen'] but computes [" in oracle
+    feeds = {"input1": np.random.default_rng(5).random((1, 1, 64, 200), np.float32)}
+    expected = onnxruntime_runner(samples.path("ddddocr-ocr"))(feeds)["387"]
+    actual = onnxruntime_runner(result.bundle_dir / "model.onnx")(feeds)["387"]
+    assert actual.shape == expected.shape == (25, 1, 8210)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)

@@ -1,5 +1,6 @@
 """The real-model corpus: each model comes out of its package file and runs in onnxruntime on its recipe; five of
-them go through `edgepack build --profile all`, and every bundle is checked against onnxruntime on the source."""
+them go through `edgepack build --profile all`, every bundle is checked against onnxruntime on the source, and every
+ONNX file a bundle ships loads in onnxruntime and matches `reference` on it."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def test_profile_all_builds_each_profile_and_every_bundle_matches_onnxruntime(na
     assert [row["profile"] for row in report["profiles"]] == EVERY_PROFILE and report["score"] == 1.0
     feeds = samples.feeds(name, seed=3)  # an input the build did not verify on
     expected = onnxruntime_runner(samples.path(name))(feeds)
+    shipped: list[str] = []
     for row in report["profiles"]:
         bundle = Path(row["bundle"])
         run = onnxruntime_runner(bundle / "model.onnx") if row["target"] == "generic" else Session(bundle).run
@@ -72,6 +74,31 @@ def test_profile_all_builds_each_profile_and_every_bundle_matches_onnxruntime(na
         for output, value in expected.items():
             assert actual[output].shape == value.shape, (row["profile"], output)
             assert cosine(value, actual[output]) >= required, (row["profile"], output)
+        for artefact in bundle.rglob("*.onnx"):
+            shipped_onnx_matches_reference(artefact)
+            shipped.append(artefact.name)
+    assert "model.onnx" in shipped and len(shipped) >= 2  # the generic model and the C library's partition
+
+
+def shipped_onnx_matches_reference(path: Path) -> None:
+    """An ONNX file a bundle ships (the generic model, a partition kept beside its plan) loads in onnxruntime and
+    computes what `reference` computes on it."""
+    model = onnx.load(path)
+    initializers = {t.name for t in model.graph.initializer}
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = [d.dim_value if d.dim_value > 0 else 1 for d in tensor.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        feeds[value.name] = (rng.random(shape) if dtype.kind == "f" else rng.integers(0, 2, shape)).astype(dtype)
+    theirs = onnxruntime_runner(path)(feeds)
+    ours = Session(model, providers=["reference"]).run(feeds)
+    for name, value in ours.items():
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(theirs[name], value, rtol=1e-4, atol=1e-4, err_msg=f"{path.name}: {name}")
 
 
 def test_a_wrongly_declared_output_shape_is_dropped_not_trusted(tmp_path: Path) -> None:

@@ -156,6 +156,8 @@ def _worst(fidelity: dict[str, Any]) -> dict[str, Any]:
     worst = {"cosine": min(m["cosine"] for m in outputs), "max_abs_diff": max(m["max_abs_diff"] for m in outputs),
              "top1_agreement": min(top1) if top1 else None, "samples": fidelity["samples"],
              "inputs": fidelity["inputs"], "tolerance": fidelity["tolerance"], "passed": fidelity["passed"]}
+    for key in ("oracle", "emulation"):
+        worst[key] = fidelity.get(key)
     if "runtime" in fidelity:
         worst["runtime"] = {k: v for k, v in fidelity["runtime"].items() if k != "outputs"}
     return worst

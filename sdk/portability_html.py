@@ -72,8 +72,17 @@ def _fidelity(fidelity: dict[str, Any] | None) -> str:
     if not fidelity:
         return ""
     top1 = fidelity["top1_agreement"]
+    emulation = fidelity.get("emulation")
     return (f"cosine {fidelity['cosine']:.6f}<br>max abs diff {fidelity['max_abs_diff']:.3g}"
-            + (f"<br>top-1 {top1:.0%}" if top1 is not None else "") + f"<br>{fidelity['samples']} sample(s)")
+            + (f"<br>top-1 {top1:.0%}" if top1 is not None else "") + f"<br>{fidelity['samples']} sample(s)"
+            + ("" if emulation is None else f"<br><span class=\"note\">{escape(_emulation(emulation))}</span>"))
+
+
+def _emulation(emulation: dict[str, Any]) -> str:
+    where = f"verified on {', '.join(emulation['verified_on'])}; {', '.join(emulation['emulated'])} emulated"
+    if "not_run" in emulation:
+        return f"{where}: not run ({emulation['not_run']})"
+    return f"{where} on 1 sample: {'matches' if emulation['passed'] else 'DIFFERS'}"
 
 
 def _latency(latency: dict[str, Any] | None) -> str:

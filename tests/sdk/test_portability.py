@@ -49,6 +49,8 @@ def test_latency_says_where_it_was_measured(built: tuple[Path, dict]) -> None:
     assert rows["intel-nuc"]["latency"]["engine"] == "this host, OpenVINO"
     assert rows["raspberry-pi"]["latency"]["emulated"] and rows["raspberry-pi"]["latency"]["p50_ms"] > 0
     assert rows["iphone"]["latency"]["p50_ms"] is None and "macOS" in rows["iphone"]["latency"]["not_timed"]
+    emulation = rows["raspberry-pi"]["fidelity"]["emulation"]  # verified on the host build, qemu once beside it
+    assert emulation["verified_on"] == ["cpu"] and emulation["passed"] is True
     if missing() is None:
         assert "Chromium" in rows["web"]["latency"]["engine"] and rows["web"]["latency"]["p50_ms"] > 0
 

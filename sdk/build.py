@@ -342,7 +342,9 @@ def within_margin(state: BuildState) -> bool:
     """Passed, with every output's cosine at least 1 - MARGIN * (1 - the profile's min cosine)."""
     fidelity = state.fidelity
     floor = 1 - MARGIN * (1 - state.profile.required_cosine)
-    return fidelity["passed"] and all(m["cosine"] >= floor for m in fidelity["outputs"].values())
+    noise = state.oracle.floor
+    return fidelity["passed"] and all(m["cosine"] >= floor - (1 - noise.get(name, 1.0))
+                                      for name, m in fidelity["outputs"].items())
 
 
 def needs_mixed_precision(state: BuildState) -> bool:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from edgepack.runtime.capability import graph_values, model_opsets
+from edgepack.runtime.capability import Values, graph_values, model_opsets
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.providers import PROVIDERS
 
 
@@ -64,8 +65,26 @@ def partition(model: onnx.ModelProto, providers: list[str], fallback: str,
             split = list(_compiled_pieces(graph_parts, provider, fallback, members, compiles))
             pieces.extend(_rejoin(graph_parts, split, fallback, compiles))
     cuts = [(provider, graph_parts.extract(members)) for provider, members in _merge_fallbacks(pieces, fallback)]
+    if PROVIDERS[fallback].load is None:
+        _refuse_what_the_fallback_cannot_run(graph, owners, fallback, opsets, values)
     return [Partition(f"p{i}", provider, cut, sorted({node.op_type for node in cut.graph.node}))
             for i, (provider, cut) in enumerate(cuts)]
+
+
+def _refuse_what_the_fallback_cannot_run(graph: onnx.GraphProto, owners: list[str], fallback: str,
+                                         opsets: dict[str, int], values: Values) -> None:
+    """A fallback that takes ONNX only (`reference`) compiles its partitions when the bundle is opened: the nodes it
+    does not claim are refused now, by op and node, rather than when an app opens the bundle."""
+    capability = PROVIDERS[fallback].capability
+    refused = [(node, reason) for node, owner in zip(graph.node, owners) if owner == fallback
+               and (reason := capability.refusal(node, opsets, values)) is not None]
+    if refused:
+        listed = "; ".join(f"{node.op_type} ({node.domain or 'ai.onnx'}) at node {node.name or '(unnamed)'!r}: "
+                           f"{reason}" for node, reason in refused[:5])
+        raise EdgepackError(f"no provider of this profile runs {len(refused)} node(s): {listed}",
+                            where=f"partition stage, {fallback} provider",
+                            fix="replace these ops in the model (export it without them), or build with a profile "
+                                "whose providers run them (`edgepack profiles`)")
 
 
 class _GraphParts:

@@ -32,7 +32,8 @@ from .calibration_inputs import CalibrationSource, load_calibration
 from .input_shapes import pin_shapes
 from .manifest import write_manifest
 from .mixed_precision import doubling, sensitivity_order
-from .model_check import check_model, declared_shapes_contradicted, infer_shapes, without_output_shapes
+from .model_check import (check_model, declared_shapes_contradicted, infer_shapes, initializers_as_constants,
+                          without_output_shapes)
 from .model_runner import model_inputs, profile_runner
 from .opset import convert_opset
 from .per_node import per_node, per_node_summary
@@ -215,7 +216,8 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
     state.pins = pin_shapes(checked, {**profile.input_shapes, **state.options.input_shapes}, profile.dims)
     if state.pins:
         checked = infer_shapes(checked, state.model_path.name)
-    state.checked, state.conversion = convert_opset(checked, *opset_range(profile))
+    converted, state.conversion = convert_opset(checked, *opset_range(profile))
+    state.checked, constants = initializers_as_constants(converted)
     if all(state.target.forms.get(provider) in FIXED_SHAPE_FORMS for provider in profile.providers):
         pinned_shapes(state.checked, state.target.product)
     report.source_nodes, report.source_bytes = count_nodes(state.source.model), state.source.bytes
@@ -224,6 +226,7 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
         state.samples = load_calibration(state.options.calibration, model_inputs(state.checked))
     return (f"{report.source_nodes} nodes" + (f", pinned {' '.join(state.pins)}" if state.pins else "")
             + (f", decomposed {', '.join(report.decomposed)}" if report.decomposed else "")
+            + (f", {constants} weights listed as inputs kept as constants" if constants else "")
             + (f", {state.conversion}" if state.conversion else ""))
 
 

@@ -49,6 +49,21 @@ def _forget_negative_dims(model: onnx.ModelProto) -> None:
                     dim.ClearField("dim_value")
 
 
+def initializers_as_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """The model without the graph inputs that are also initializers, and how many there were. Exporters of IR 3
+    list every weight as an input (with a default value): a bundle's weights are its own, so they are constants,
+    not inputs an app feeds (and a plan needs the values of those that shape others)."""
+    names = {t.name for t in model.graph.initializer}
+    kept = [value for value in model.graph.input if value.name not in names]
+    if len(kept) == len(model.graph.input):
+        return model, 0
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.input[:]
+    copy.graph.input.extend(kept)
+    return copy, len(model.graph.input) - len(kept)
+
+
 def declared_shapes_contradicted(model: onnx.ModelProto, computed: list[dict]) -> dict[str, tuple[list, list]]:
     """The outputs whose declared shape the computed values contradict (another rank, or another size where a size
     is fixed): name -> (declared dims, computed shape). Slimming trusts declared shapes, so a wrong one changes

@@ -13,7 +13,10 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 
 def convert_opset(model: onnx.ModelProto, low: int, high: int) -> tuple[onnx.ModelProto, str | None]:
-    """The model at an opset within [low, high], and a note of the conversion made (None when none was)."""
+    """The model at an opset within [low, high], and a note of the conversion made (None when none was). A model
+    that imports no ai.onnx opset (a scikit-learn model of ai.onnx.ml ops only) has nothing to convert."""
+    if not any(o.domain in ("", "ai.onnx") for o in model.opset_import):
+        return model, None
     current = default_opset(model)
     wanted = min(max(current, low), high)
     if wanted == current:

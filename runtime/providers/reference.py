@@ -12,10 +12,14 @@ from onnx.reference.ops.op_batch_normalization import BatchNormalization_14
 from onnx.reference.ops.op_conv import Conv
 from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_25
 from onnx.reference.ops.op_gemm import Gemm_7 as Gemm
+from onnx.reference.ops.op_hardmax import Hardmax
+from onnx.reference.ops.op_log_softmax import LogSoftmax
 from onnx.reference.ops.op_loop import Loop as OnnxLoop
 from onnx.reference.ops.op_matmul import MatMul
+from onnx.reference.ops.op_softmax import Softmax
 
 from ..capability import Capability, OpClaim, domain_of
+from ..errors import EdgepackError
 from . import Options, Provider, register
 from .reference_limits import LIMITS, NOT_CLAIMED
 
@@ -134,6 +138,31 @@ def _transpose_window(reach: list[int], spatial: tuple[int, ...], strides: list[
     return [total // 2 if auto_pad == "SAME_UPPER" else total - total // 2 for total in totals], lengths
 
 
+def _coerced_to_2d_before_13(base: type) -> type:
+    """`base` (Softmax, LogSoftmax, Hardmax) with its opset 1-12 meaning, which onnx's kernels lack: the input is
+    seen as 2-D, [prod(shape[:axis]), prod(shape[axis:])], axis 1 by default, and normalized over the second axis
+    (on a classifier head of [1, 1000, 1, 1] onnx's kernel normalized each single value to 1)."""
+
+    def _run(self: Any, x: np.ndarray, axis: int | None = None) -> tuple[Any, ...]:
+        if self.run_params["opsets"].get("", 13) >= 13:
+            return base._run(self, x, axis=axis) if base is not LogSoftmax else base._run(self, x)
+        given = next((a.i for a in self.onnx_node.attribute if a.name == "axis"), 1)
+        first = given % x.ndim if x.ndim else 0
+        rows = x.reshape(int(np.prod(x.shape[:first], dtype=np.int64)), -1)
+        shifted = rows - rows.max(axis=1, keepdims=True)
+        if base is Hardmax:
+            y = np.zeros_like(rows)
+            np.put_along_axis(y, rows.argmax(axis=1)[:, None], 1, axis=1)
+        elif base is LogSoftmax:
+            y = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        else:
+            y = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+        return (y.astype(x.dtype).reshape(x.shape),)
+
+    namespace = {"op_domain": "", "_run": _run, "__doc__": _coerced_to_2d_before_13.__doc__}
+    return type(base.__name__, (base,), namespace)
+
+
 def _accumulating_in_fp32(base: type) -> type:
     """`base` (a product op) computing fp16 inputs in fp32 and rounding the result once to fp16, as fp16 hardware
     accumulates; numpy's fp16 products have no BLAS and take minutes on a detection CNN."""
@@ -149,12 +178,20 @@ def _accumulating_in_fp32(base: type) -> type:
 
 
 FIXES = [BatchNormalization, GlobalMaxPool, Loop, DequantizeLinear,
+         *(_coerced_to_2d_before_13(op) for op in (Softmax, LogSoftmax, Hardmax)),
          *(_accumulating_in_fp32(op) for op in (Conv, ConvTranspose, Gemm, MatMul))]
 
 
 class ReferencePartition:
     def __init__(self, model: onnx.ModelProto) -> None:
-        self.evaluator = ReferenceEvaluator(model, new_ops=FIXES)
+        try:
+            self.evaluator = ReferenceEvaluator(model, new_ops=FIXES)
+        except NotImplementedError as error:
+            raise EdgepackError(f"the reference provider cannot run this model: "
+                                f"{str(error).splitlines()[0].removesuffix(' in')}",
+                                where=model.graph.name or "model",
+                                fix="export the model without that op (ops onnx's ReferenceEvaluator lacks are "
+                                    "listed in runtime/providers/reference_limits.py)") from None
         self.output_names = list(self.evaluator.output_names)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

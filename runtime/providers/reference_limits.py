@@ -1,5 +1,5 @@
 """Where the `reference` provider does not claim an op, or claims it only in part, and why. Each entry answers a
-failure of the onnx node-test conformance suite (`tests/runtime/conformance/`)."""
+failure of the onnx node-test conformance suite (`tests/runtime/conformance/`), or an op onnx's evaluator lacks."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ NOT_CLAIMED: dict[str, str] = {
     "Multinomial": RANDOM,
     "ImageDecoder": "onnx's kernel needs Pillow, which edgepack does not depend on",
     "Scatter": "deprecated since opset 11 and not implemented by onnx's ReferenceEvaluator (ScatterElements is)",
+    **dict.fromkeys(("ZipMap", "CastMap", "CategoryMapper"),
+                    "an ai.onnx.ml op over maps or strings that onnx's ReferenceEvaluator does not implement"),
 }
 
 

@@ -112,3 +112,9 @@ def test_a_wrongly_declared_output_shape_is_dropped_not_trusted(tmp_path: Path) 
     actual = onnxruntime_runner(result.bundle_dir / "model.onnx")(feeds)["387"]
     assert actual.shape == expected.shape == (25, 1, 8210)
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_of_ops_no_provider_runs_is_refused_naming_the_op(tmp_path: Path) -> None:
+    """logreg-iris (skl2onnx's LinearClassifier, then ZipMap into a sequence of maps): one paragraph, exit 2."""
+    code = main(["build", str(samples.path("logreg-iris")), "--profile", "generic", "-o", str(tmp_path)])
+    assert code == 2 and not (tmp_path / "logreg_iris-generic").exists()

@@ -1,6 +1,7 @@
 """The reference provider's fixes to onnx's evaluator against onnxruntime: its own ConvTranspose over the attributes
 the node tests leave out (groups, output padding, dilations, asymmetric pads, an output shape with either SAME, 1-D
-and 3-D; and in fp16), quiet Sigmoid, opset-7 BatchNormalization's `spatial`, GlobalMaxPool on 3-D inputs."""
+and 3-D; and in fp16), quiet Sigmoid, opset-7 BatchNormalization's `spatial`, GlobalMaxPool on 3-D inputs,
+Softmax/LogSoftmax/Hardmax before opset 13."""
 
 from __future__ import annotations
 
@@ -107,3 +108,17 @@ def test_global_max_pool_keeps_the_channel_axis(shape: tuple[int, ...]) -> None:
     feeds = {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
     actual = Session(model, providers=["reference"]).run(feeds)["y"]
     np.testing.assert_array_equal(actual, run_onnxruntime(model, feeds)["y"])
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize(("opset", "axis"), [(9, None), (11, 2), (11, -3), (13, None), (13, 1)])
+def test_softmax_family_coerces_to_2d_before_opset_13(op: str, opset: int, axis: int | None) -> None:
+    """onnx's kernels normalize over `axis` alone at every opset; opsets 1-12 flatten from `axis` (default 1):
+    SqueezeNet's [1, 1000, 1, 1] head came out as all ones."""
+    node = helper.make_node(op, ["x"], ["y"], **({} if axis is None else {"axis": axis}))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4, 1])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3, 4, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=7)
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 4, 1)).astype(np.float32)}
+    actual = Session(model, providers=["reference"]).run(feeds)["y"]
+    np.testing.assert_allclose(actual, run_onnxruntime(model, feeds)["y"], rtol=1e-5, atol=1e-6)

@@ -336,15 +336,15 @@ PACKAGE_STAGES = (partition_stage, lower_stage, bundle_stage, verify_stage)
 """The stages that make the bundle from the quantized model, run again by each mixed-precision attempt."""
 
 
-MARGIN = 0.5
+MARGIN = 0.7
 """A quantized build keeps this share of the tolerance's allowance (1 - min cosine) unused on its samples: a bundle
 that just passes on the samples it was checked on (and calibrated on) falls below on inputs it never saw."""
 
 
 def within_margin(state: BuildState) -> bool:
-    """Passed, with every output's cosine at least 1 - MARGIN * (1 - the profile's min cosine)."""
+    """Passed, with every output's cosine at least 1 - (1 - MARGIN) * (1 - the profile's min cosine)."""
     fidelity = state.fidelity
-    floor = 1 - MARGIN * (1 - state.profile.required_cosine)
+    floor = 1 - (1 - MARGIN) * (1 - state.profile.required_cosine)
     noise = state.oracle.floor
     return fidelity["passed"] and all(m["cosine"] >= floor - (1 - noise.get(name, 1.0))
                                       for name, m in fidelity["outputs"].items())

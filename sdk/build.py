@@ -157,8 +157,7 @@ def build(
     the verify stage (the manifest's `fidelity` is then null): for tests of a bundle's structure. `dims` (dim name
     -> size) pins symbolic dims over the profile's own pins. `per_node` compares every value of the bundle
     with the fp32 source's and names the first that drifts (`report.per_node`). `shared` carries slim and oracle
-    work between the builds
-    of one model for several profiles (`edgepack.portability.build_all`)."""
+    work between the builds of one model for several profiles (`edgepack.portability.build_all`)."""
     profile = check_options(profile if isinstance(profile, Profile) else load_profile(profile), weights, activations,
                             calibration, calibration_method)
     if dims:

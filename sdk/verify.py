@@ -207,6 +207,8 @@ def _smoke_run(bundle: Path, manifest: dict[str, Any] | None, host: Any, feeds: 
     from edgepack.runtime.native.emulated import EmulationTimeout
     from edgepack.runtime.providers import PROVIDERS
 
+    from .oracle_check import relative_diff
+
     emulated = sorted({p.info["provider"] for p in host.partitions if p.info["id"] in host.stood_in})
     record: dict[str, Any] = {"verified_on": sorted({PROVIDERS[p].host_stand_in for p in emulated}),
                               "emulated": emulated, "samples": 1, "passed": None}
@@ -222,10 +224,7 @@ def _smoke_run(bundle: Path, manifest: dict[str, Any] | None, host: Any, feeds: 
     except EmulationTimeout:
         return {**record, "not_run": f"stopped after {SMOKE_SECONDS} s under emulation"}
     expected = host.run(feeds)
-    worst = max((float(np.max(np.abs(np.asarray(value, np.float64) - np.asarray(actual[name], np.float64)),
-                              initial=0.0)) / max(1.0, float(np.max(np.abs(value), initial=0.0)))
-                 for name, value in expected.items() if np.issubdtype(np.asarray(value).dtype, np.number)),
-                default=0.0)
+    worst = max((relative_diff(value, actual[name]) for name, value in expected.items()), default=0.0)
     return {**record, "seconds": round(time.perf_counter() - start, 2), "relative_max_abs_diff": worst,
             "passed": worst <= SMOKE_TOLERANCE}
 

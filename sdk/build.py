@@ -32,8 +32,13 @@ from .calibration_inputs import CalibrationSource, load_calibration
 from .input_shapes import pin_shapes
 from .manifest import write_manifest
 from .mixed_precision import doubling, sensitivity_order
-from .model_check import (check_model, declared_shapes_contradicted, infer_shapes, initializers_as_constants,
-                          without_output_shapes)
+from .model_check import (
+    check_model,
+    declared_shapes_contradicted,
+    infer_shapes,
+    initializers_as_constants,
+    without_output_shapes,
+)
 from .model_runner import model_inputs, profile_runner
 from .opset import convert_opset
 from .per_node import per_node, per_node_summary

@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from edgepack import build
+from edgepack.report import SilentReporter
 from edgepack.runtime.errors import EdgepackError
 
 
@@ -27,7 +28,7 @@ def dynamic_length_model(path: Path, length: str = "length") -> Path:
     return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
-class StageLog:
+class StageLog(SilentReporter):
     """A build reporter that keeps the names of the stages that started."""
 
     def __init__(self) -> None:
@@ -35,15 +36,6 @@ class StageLog:
 
     def start(self, stage: str, detail: str = "") -> None:
         self.started.append(stage)
-
-    def update(self, detail: str) -> None:
-        pass
-
-    def finish(self, stage: str, seconds: float, summary: str) -> None:
-        pass
-
-    def fail(self, stage: str) -> None:
-        pass
 
 
 def unsupported_ops_model(path: Path) -> Path:

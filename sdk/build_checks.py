@@ -38,13 +38,16 @@ def target_available(profile: Profile) -> str | None:
     if profile.target not in TARGETS:
         return (f"the {profile.target!r} target is not built in this version (it builds "
                 f"{', '.join(map(repr, TARGETS))})")
+    target = TARGETS[profile.target]
+    if target.missing and (reason := target.missing()):
+        return f"the {profile.target!r} target: {reason}"
     missing = [p for p in profile.providers if p not in PROVIDERS]
     if missing:
         return f"the {', '.join(map(repr, missing))} provider is not built in this version"
     for name in profile.providers:
         if reason := PROVIDERS[name].missing():
             return f"{name}: {reason}"
-    if (profile.weights, profile.activations) not in TARGETS[profile.target].precisions:
+    if (profile.weights, profile.activations) not in target.precisions:
         return (f"weights {profile.weights} with activations {profile.activations} is not built for the "
                 f"{profile.target!r} target in this version")
     return None

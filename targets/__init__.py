@@ -70,6 +70,8 @@ class Target:
     """What the target makes, as its errors name it ("the C library")."""
     ships_expected: bool = False
     """The bundle holds the source's outputs on the example input (the Swift package's XCTest)."""
+    missing: Callable[[], str | None] | None = None
+    """What this machine lacks to build the target's bundles (a compiler), or None when it has all."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -82,13 +84,13 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
              applies_precision: bool = False, runtime: ShippedRuntime | None = None,
-             forms: Mapping[str, str] | None = None, product: str = "the bundle", ships_expected: bool = False
-             ) -> Callable[[Write], Write]:
+             forms: Mapping[str, str] | None = None, product: str = "the bundle", ships_expected: bool = False,
+             missing: Callable[[], str | None] | None = None) -> Callable[[Write], Write]:
     def decorate(write: Write) -> Write:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
         TARGETS[name] = Target(name, summary, write, precisions, applies_precision, runtime, dict(forms or {}),
-                               product, ships_expected)
+                               product, ships_expected, missing)
         return write
 
     return decorate

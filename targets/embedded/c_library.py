@@ -29,13 +29,13 @@ def library_name(bundle: BundleInput) -> str:
     return c_api.c_identifier(bundle.name.removesuffix(f"-{bundle.profile.name}")).lower()
 
 
-def core_plan(bundle: BundleInput) -> Plan:
-    """The plan of the one partition the C core runs: a profile whose providers split the model cannot make a C
-    library."""
+def core_plan(bundle: BundleInput, product: str = PRODUCT) -> Plan:
+    """The plan of the one partition the C core runs: a profile whose providers split the model cannot make a
+    library of it."""
     if len(bundle.lowered) != 1 or bundle.lowered[0].form != "plan":
         found = ", ".join(f"{low.partition.id} ({low.partition.provider})" for low in bundle.lowered)
-        raise EdgepackError(f"the C library runs one partition on the C core, and this model was split into {found}",
-                            where="embedded target",
+        raise EdgepackError(f"{product} runs one partition on the C core, and this model was split into {found}",
+                            where=f"{bundle.profile.target} target",
                             fix=f"use a profile whose providers are only one of {', '.join(CORE_PROVIDERS)}")
     return bundle.lowered[0].plan
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgepack.runtime.native.build import NATIVE
-from edgepack.runtime.native.op_contract import contract
+from edgepack.runtime.native.op_contract import contract, generated_c
+
+from .. import write_file
 
 KERNELS = NATIVE / "kernels"
 KERNEL_DEFINITION = re.compile(r"^const ep_kernel (ep_kernel_\w+)\s*=", re.MULTILINE)
@@ -72,3 +74,16 @@ def select(op_ids: Iterable[int]) -> CoreSelection:
     needed = with_dependencies([*base, *(files[symbol] for symbol in kernels.values())])
     root = NATIVE.resolve()
     return CoreSelection(sorted(p.relative_to(root) for p in needed), kernels)
+
+
+def write_sources(folder: Path, selection: CoreSelection) -> list[Path]:
+    """Writes the selected core files under `folder` in the core's own layout (edgepack.h under include/), with ops.h
+    and the kernel registry trimmed to the selection; returns the C files written."""
+    written = []
+    for relative in selection.files:
+        write_file(folder / relative, (NATIVE / relative).read_text())
+        written.append(folder / relative)
+    for relative, text in generated_c(selection.kernels).items():
+        write_file(folder / relative, text)
+        written.append(folder / relative)
+    return [path for path in written if path.suffix == ".c"]

@@ -1,3 +1,4 @@
-"""The mobile targets: iOS (a Swift package with CoreML partitions and the NEON C core for the rest)."""
+"""The mobile targets: iOS (a Swift package with CoreML partitions and the NEON C core for the rest) and Android (a
+Gradle library module and an AAR over the NEON C core)."""
 
-from . import ios  # noqa: F401  (registration)
+from . import android, ios  # noqa: F401  (registration)

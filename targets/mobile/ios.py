@@ -13,7 +13,6 @@ import numpy as np
 
 from edgepack.runtime.bundle_format import describe_values, real_inputs
 from edgepack.runtime.native.epk import OPS, write
-from edgepack.runtime.native.op_contract import generated_c
 
 from .. import BundleInput, register, write_file
 from ..embedded import core_sources
@@ -60,7 +59,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     core = f"{model}Core" if plans else None
     if core:
         selection = core_sources.select(OPS[op.kind] for plan in plans for op in plan.ops)
-        _write_core(staging / "Sources" / core, selection)
+        core_sources.write_sources(staging / "Sources" / core, selection)
         write_file(sources / "CoreStep.swift", render("CoreStep.swift", CORE=core))
     for name in FIXED_SOURCES:
         write_file(sources / name, (templates.FOLDER / name).read_text())
@@ -105,15 +104,6 @@ def _targets(model: str, core: str | None) -> str:
     lines.append(f'        .testTarget(name: "{model}Tests", dependencies: ["{model}"], path: "Tests/{model}Tests", '
                  'resources: [.copy("Resources")]),')
     return "\n".join(lines)
-
-
-def _write_core(folder: Path, selection: core_sources.CoreSelection) -> None:
-    """The C core's files the plans need, in their own layout (edgepack.h under include/, SwiftPM's public
-    headers), with the kernel registry trimmed to the plans' ops."""
-    for relative in selection.files:
-        write_file(folder / relative, (core_sources.NATIVE / relative).read_text())
-    for relative, text in generated_c(selection.kernels).items():
-        write_file(folder / relative, text)
 
 
 def _write_tests(folder: Path, model: str, bundle: BundleInput, inputs: list[swift_api.SwiftPort],

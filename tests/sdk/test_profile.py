@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from edgepack import EdgepackError, load_profile
 from edgepack.profile import builtin_names
+from edgepack.targets.mobile.android.bundle import missing_tools as android_tools_missing
 
 BUILTINS = ["android", "generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
 
@@ -84,7 +86,24 @@ def test_profiles_command_marks_availability(cli) -> None:
     assert sorted(rows) == BUILTINS
     assert rows["generic"]["available"] is True
     assert rows["iphone"]["available"] is True
-    assert rows["android"]["available"] is False and "not built" in rows["android"]["unavailable_because"]
+    assert rows["android"]["available"] is (android_tools_missing() is None)
+
+
+def test_profiles_command_says_what_a_target_lacks_here(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("clang", "ld.lld"):
+        (tools / tool).symlink_to(shutil.which(tool) or "/bin/false")
+    monkeypatch.setenv("PATH", str(tools))
+    rows = {row["name"]: row for row in json.loads(cli("profiles", "--json").out)}
+    assert rows["android"]["available"] is False
+    assert "javac compiles the AAR's classes.jar" in rows["android"]["unavailable_because"]
+    (tools / "clang").unlink()
+    (tools / "javac").symlink_to("/bin/true")
+    rows = {row["name"]: row for row in json.loads(cli("profiles", "--json").out)}
+    assert "clang and lld build its native libraries" in rows["android"]["unavailable_because"]
 
 
 def test_profile_lists_take_commas_repeats_and_all() -> None:

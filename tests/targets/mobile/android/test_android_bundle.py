@@ -201,3 +201,79 @@ def test_the_manifest_names_the_module_s_parts(android_builds: AndroidBuilds) ->
     partition = manifest["partitions"][0]
     assert partition["provider"] == "neon" and partition["artifact"] == "src/main/assets/tiny_cnn.epk"
     assert set(partition["android"]["libraries"]) == {abi.name for abi in native.ABIS}
+
+
+
+def _signed(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _c_divmod(x: int, y: int) -> tuple[int, int]:
+    """C's division: the quotient rounded toward zero, the remainder with the dividend's sign."""
+    quotient = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+    return quotient, x - quotient * y
+
+
+def _to_float32(n: int) -> float:
+    """`n` rounded once to the nearest float32 (ties to even), exactly."""
+    magnitude, shift = abs(n), max(abs(n).bit_length() - 24, 0)
+    quotient, rest = divmod(magnitude, 1 << shift)
+    half = (1 << shift) >> 1
+    if shift and (rest > half or (rest == half and quotient & 1)):
+        quotient += 1
+    return float(np.float32(quotient * (1 << shift) * (1 if n >= 0 else -1)))
+
+
+def _eabi_operands(count: int) -> tuple[list[int], list[int], list[float]]:
+    rng = np.random.default_rng(7)
+    edges = [(2**64 - 1, 3), (2**63, 2**63 - 1), (5, 2**64 - 1), (2**53 + 1, 7), (2**63 + 2**40 + 1, 2**32 + 1),
+             (2**40 + 2**16 + 1, 3), (2**64 - 2**40 - 2**16 - 1, 5)]  # a float32 tie broken only by bit 0
+    a, b = [x for x, _ in edges], [y for _, y in edges]
+    while len(a) < count:
+        bits = int(rng.integers(1, 65))
+        x, y = int(rng.integers(0, 2**63)) >> (64 - bits) << 1 | int(rng.integers(0, 2)), int(rng.integers(1, 2**63))
+        y >>= int(rng.integers(0, 62))
+        if y & 0xFFFFFFFF == 0 or (_signed(x, 64) == -2**63 and _signed(y, 64) == -1) or \
+                (_signed(x, 32) == -2**31 and _signed(y, 32) == -1):
+            continue
+        a.append(x)
+        b.append(y if rng.random() < 0.5 else (2**64 - y))
+    reals = [float(v) for v in rng.uniform(-1, 1, count) * np.exp2(rng.integers(0, 62, count))]
+    return a, b, reals
+
+
+def _eabi_expected(a: list[int], b: list[int], reals: list[float]) -> bytes:
+    """What eabi_check.c must write, computed with Python integers."""
+    out = bytearray()
+    for x, y, real in zip(a, b, reals):
+        sx, sy = _signed(x, 64), _signed(y, 64)
+        wx, wy, ix, iy = x & 0xFFFFFFFF, y & 0xFFFFFFFF, _signed(x, 32), _signed(y, 32)
+        out += np.array([v & (2**64 - 1) for v in (x // y, x % y, *_c_divmod(sx, sy))], dtype=np.uint64).tobytes()
+        out += np.array([v & 0xFFFFFFFF for v in (wx // wy, wx % wy, *_c_divmod(ix, iy))], dtype=np.uint32).tobytes()
+        out += np.array([_to_float32(sx), _to_float32(x)], dtype=np.float32).tobytes()
+        out += np.array([float(sx), float(x)], dtype=np.float64).tobytes()
+        single = float(np.float32(real))
+        out += np.array([int(real), int(single), int(abs(real))], dtype=np.int64).tobytes()
+    return bytes(out)
+
+
+@pytest.mark.skipif(shutil.which("qemu-arm") is None, reason="qemu-arm is not installed")
+def test_the_32_bit_arm_eabi_helpers_compute_what_c_asks(android_builds: AndroidBuilds, tmp_path: Path) -> None:
+    a, b, reals = _eabi_operands(400)
+    (tmp_path / "operands.h").write_text(
+        f"#define COUNT {len(a)}\n"
+        f"static const uint64_t U64_A[] = {{{', '.join(f'{x}ull' for x in a)}}};\n"
+        f"static const uint64_t U64_B[] = {{{', '.join(f'{y}ull' for y in b)}}};\n"
+        f"static const double REALS[] = {{{', '.join(repr(r) for r in reals)}}};\n")
+    bridge = android_builds.bundle("tiny-cnn").folder / "native" / "bridge"
+    abi = next(abi for abi in native.ABIS if abi.name == "armeabi-v7a")
+    binary = tmp_path / "eabi_check"
+    subprocess.run([native.CLANG, f"--target={abi.triple}", *abi.flags, "-O2", "-ffreestanding", "-nostdlib",
+                    "-nostdlibinc", "-static", "-fomit-frame-pointer", "-fuse-ld=lld", f"-I{tmp_path}",
+                    "-o", str(binary), str(HERE / "eabi_check.c"), str(bridge / "freestanding.c")], check=True)
+    actual = subprocess.run(["qemu-arm", str(binary)], capture_output=True, timeout=60, check=True).stdout
+    expected = _eabi_expected(a, b, reals)
+    record = len(expected) // len(a)
+    wrong = [i for i in range(len(a)) if actual[i * record:(i + 1) * record] != expected[i * record:(i + 1) * record]]
+    assert len(actual) == len(expected) and wrong == [], [(a[i], b[i], reals[i]) for i in wrong[:5]]

@@ -3,8 +3,8 @@ the C core with the model's kernels, plus the `.epk` plan) beside onnxruntime's 
 
     python benchmarks/android_size.py [model ...]
 
-edgepack: `edgepack.build(model, profile="android", verify=False)` at the shapes of `samples.feeds(model)`; per ABI, the bytes
-of `src/main/jniLibs/<abi>/lib<model>_edgepack.so` and of the plan in `src/main/assets/`.
+edgepack: `edgepack.build(model, profile="android", verify=False)` at the shapes of `samples.feeds(model)`; per ABI,
+the bytes of `src/main/jniLibs/<abi>/lib<model>_edgepack.so` and of the plan in `src/main/assets/`.
 
 onnxruntime: its runtime library alone (the model file comes on top, and is about the plan's size), two figures:
 - measured: `onnxruntime/capi/libonnxruntime.so.<version>` in PyPI's manylinux aarch64 wheel of onnxruntime

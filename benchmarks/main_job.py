@@ -16,11 +16,17 @@ from rich.table import Table
 import edgepack
 from edgepack import samples
 from edgepack.build_checks import target_available
+from edgepack.packager.lower import FIXED_SHAPE_FORMS
 from edgepack.profile import builtin_names
+from edgepack.targets import TARGETS
 
-FIXED_SHAPES = {"embedded", "web", "ios"}
-"""Targets whose plans (and CoreML programs) are built for fixed input shapes: every input is pinned to its sample's
-shape."""
+
+
+def fixed_shapes(profile: edgepack.Profile) -> bool:
+    """Whether the profile's plans (and CoreML programs) are built for fixed input shapes: then every input is pinned
+    to its sample's shape."""
+    target = TARGETS[profile.target]
+    return any(target.forms.get(provider) in FIXED_SHAPE_FORMS for provider in profile.providers)
 
 
 def main() -> int:
@@ -39,7 +45,7 @@ def main() -> int:
             for name in samples.names():
                 sample = samples.SAMPLES[name]
                 feeds = samples.feeds(name)
-                shapes = {key: value.shape for key, value in feeds.items()} if profile.target in FIXED_SHAPES \
+                shapes = {key: value.shape for key, value in feeds.items()} if fixed_shapes(profile) \
                     else sample.shapes
                 with console.status(f"building {name} for {profile_name}"):
                     try:

@@ -93,24 +93,30 @@ def shared_library() -> Path:
     return build("libedgepack.so", [], RELEASE, ["-shared", "-fPIC"])
 
 
-def runner(sanitized: bool = False) -> Path:
+PROFILE = ["-DEP_PROFILE"]
+"""The profiling build: the executor times every op, and ep_run prints the times (cli/ep_run.c)."""
+
+
+def runner(sanitized: bool = False, profile: bool = False) -> Path:
     """The `ep_run` command-line runner (reads an .epk and .npy inputs, writes .npy outputs); with `sanitized`,
-    built with AddressSanitizer and UndefinedBehaviorSanitizer."""
-    flags = SANITIZED if sanitized else RELEASE
-    return build("ep_run-asan" if sanitized else "ep_run", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
-                 flags, [])
+    built with AddressSanitizer and UndefinedBehaviorSanitizer; with `profile`, the profiling build."""
+    flags = SANITIZED if sanitized else RELEASE + (PROFILE if profile else [])
+    name = "ep_run-asan" if sanitized else "ep_run-profile" if profile else "ep_run"
+    return build(name, [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], flags, [])
 
 
 AARCH64_CC = "aarch64-linux-gnu-gcc"
 AARCH64 = ["-O3", "-ffp-contract=fast", "-static"]
 
 
-def aarch64_runner() -> Path:
-    """`ep_run` cross-compiled for ARM64 (NEON through the vector extensions), static, to run under qemu-aarch64."""
+def aarch64_runner(profile: bool = False) -> Path:
+    """`ep_run` cross-compiled for ARM64 (NEON through the vector extensions), static, to run under qemu-aarch64;
+    with `profile`, the profiling build."""
     if not shutil.which(AARCH64_CC):
         raise EdgepackError("no aarch64 cross compiler to build the neon runtime core",
                             fix="apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user")
-    return build("ep_run-aarch64", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], AARCH64, [],
+    return build("ep_run-aarch64-profile" if profile else "ep_run-aarch64",
+                 [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], AARCH64 + (PROFILE if profile else []), [],
                  cc=AARCH64_CC)
 
 

@@ -39,12 +39,7 @@ class EmulatedSession:
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with tempfile.TemporaryDirectory(dir=self.folder.name) as run_folder:
             folder = Path(run_folder)
-            inputs = []
-            for index, port in enumerate(self.inputs):
-                inputs.append(folder / f"in{index}.npy")
-                value = feeds[port.name]
-                np.save(inputs[-1], np.ascontiguousarray(value) if port.dtype in NPY_CODES else
-                        np.frombuffer(plan_bytes(value, port.dtype), np.uint8))
+            inputs = save_inputs(folder, self.inputs, feeds)
             try:
                 proc = subprocess.run([*self.command, str(self.plan_path), str(folder), *map(str, inputs)],
                                       capture_output=True, text=True, timeout=self.timeout_s)
@@ -61,6 +56,17 @@ class EmulatedSession:
     def _read(path: Path, port: PortInfo) -> np.ndarray:
         array = np.load(path)
         return array if port.dtype in NPY_CODES else from_plan_bytes(array, port.dtype, port.shape)
+
+
+def save_inputs(folder: Path, inputs: list[PortInfo], feeds: dict[str, np.ndarray]) -> list[Path]:
+    """Writes each input as `folder/in<i>.npy`, as ep_run reads it; returns the files in the plan's input order."""
+    paths = []
+    for index, port in enumerate(inputs):
+        paths.append(folder / f"in{index}.npy")
+        value = feeds[port.name]
+        np.save(paths[-1], np.ascontiguousarray(value) if port.dtype in NPY_CODES else
+                np.frombuffer(plan_bytes(value, port.dtype), np.uint8))
+    return paths
 
 
 def qemu() -> str | None:

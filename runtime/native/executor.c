@@ -1,10 +1,21 @@
 /* Executor: runs a checked plan op by op, and gives access to its inputs and outputs. */
 #include "ep_internal.h"
 
+#ifdef EP_PROFILE
+/* A profiling build (-DEP_PROFILE) times each op it runs with these two, which the program linking it defines. An
+   op's time runs from the end of the op before it (or the start of the run) to its own end: its dispatch, and any
+   skip before it, count with it, so the ops' times add up to the run's. */
+uint64_t ep_profile_now(void);
+void ep_profile_op(uint32_t index, uint32_t op, uint64_t nanoseconds);
+#endif
+
 ep_status ep_run(ep_session *s) {
     if (!s) return EP_ERR_ARGUMENT;
     s->error[0] = 0;
     ep_context context = {s->scratch, s->scratch_bytes / sizeof(float), s->error};
+#ifdef EP_PROFILE
+    uint64_t last = ep_profile_now();
+#endif
     for (uint32_t i = 0; i < s->n_ops; i++) {
         const ep_node *n = &s->nodes[i];
         if (n->id == EP_OP_SKIP) {
@@ -16,6 +27,11 @@ ep_status ep_run(ep_session *s) {
             continue;
         }
         ep_status status = ep_kernel_for(n->id)->run(n, &context);
+#ifdef EP_PROFILE
+        uint64_t now = ep_profile_now();
+        ep_profile_op(i, n->id, now - last);
+        last = now;
+#endif
         if (status != EP_OK) {
             char detail[EP_ERROR_CAPACITY];
             ep_memcpy(detail, s->error, EP_ERROR_CAPACITY);

@@ -1,5 +1,7 @@
 /* ep_run: runs an .epk plan on .npy inputs (in the plan's input order) and writes each output to OUT_DIR/<i>.npy.
-   usage: ep_run PLAN.epk OUT_DIR [--repeat N] INPUT.npy...   (--repeat prints the median run time in ms) */
+   usage: ep_run PLAN.epk OUT_DIR [--repeat N] INPUT.npy...   (--repeat prints the median run time in ms)
+   A profiling build (-DEP_PROFILE) also prints, after the runs, `mean_ms` (the runs' mean, timed around ep_run) and
+   one line per op that ran, `op INDEX OP_ID CALLS TOTAL_NS`, over all runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +27,69 @@ static void *read_file(const char *path, size_t *length) {
     return data;
 }
 
+/* Milliseconds since the first call (a double of the epoch's milliseconds would keep only 0.2 us). */
 static double now_ms(void) {
+    static struct timespec origin;
     struct timespec t;
     timespec_get(&t, TIME_UTC);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+    if (!origin.tv_sec) origin = t;
+    return (double)(t.tv_sec - origin.tv_sec) * 1e3 + (double)(t.tv_nsec - origin.tv_nsec) / 1e6;
 }
+
+#ifdef EP_PROFILE
+/* The profile's clock is the CPU's counter (a read costs a few ns where timespec_get costs tens, which a model of a
+   microsecond would notice); its ticks become nanoseconds by the rate measured over all the runs. */
+#include <stdint.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static uint64_t ticks(void) { return __rdtsc(); }
+#elif defined(__aarch64__)
+static uint64_t ticks(void) {
+    uint64_t value;
+    __asm__ volatile("isb\n mrs %0, cntvct_el0" : "=r"(value));
+    return value;
+}
+#else
+static uint64_t ticks(void) {
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+#endif
+
+typedef struct { uint32_t op; uint64_t calls, ticks; } op_time;
+
+static op_time *op_times;
+static uint32_t op_times_length;
+
+uint64_t ep_profile_now(void) { return ticks(); }
+
+void ep_profile_op(uint32_t index, uint32_t op, uint64_t elapsed) {
+    if (index >= op_times_length) {
+        uint32_t length = index + 64;
+        op_time *grown = realloc(op_times, length * sizeof *grown);
+        if (!grown) return;
+        memset(grown + op_times_length, 0, (length - op_times_length) * sizeof *grown);
+        op_times = grown;
+        op_times_length = length;
+    }
+    op_times[index].op = op;
+    op_times[index].calls++;
+    op_times[index].ticks += elapsed;
+}
+
+/* Prints the runs' mean and each op's total, in nanoseconds at `ns_per_tick`. */
+static void print_op_times(uint64_t run_ticks, int repeat, double ns_per_tick) {
+    printf("mean_ms %.6f\n", (double)run_ticks * ns_per_tick / 1e6 / repeat);
+    for (uint32_t i = 0; i < op_times_length; i++) {
+        if (op_times[i].calls) {
+            printf("op %u %u %llu %.0f\n", i, op_times[i].op, (unsigned long long)op_times[i].calls,
+                   (double)op_times[i].ticks * ns_per_tick);
+        }
+    }
+    free(op_times);
+}
+#endif
 
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -93,16 +153,30 @@ static void write_inputs(ep_session *session, const npy_array *arrays) {
 static int run_repeatedly(ep_session *session, const npy_array *arrays, int repeat) {
     double times[1024];
     if (repeat > 1024) repeat = 1024;
+#ifdef EP_PROFILE
+    uint64_t run_ticks = 0, first_tick = ticks();
+    double first_ms = now_ms();
+#endif
     for (int r = 0; r < repeat; r++) {
         write_inputs(session, arrays);
         double start = now_ms();
+#ifdef EP_PROFILE
+        uint64_t started = ticks();
+#endif
         ep_status status = ep_run(session);
+#ifdef EP_PROFILE
+        run_ticks += ticks() - started;
+#endif
         times[r] = now_ms() - start;
         if (status != EP_OK) {
             fprintf(stderr, "ep_run: %s: %s\n", ep_status_name(status), ep_error(session));
             return 4;
         }
     }
+#ifdef EP_PROFILE
+    uint64_t all_ticks = ticks() - first_tick;
+    print_op_times(run_ticks, repeat, all_ticks ? (now_ms() - first_ms) * 1e6 / (double)all_ticks : 0.0);
+#endif
     if (repeat > 1) {
         qsort(times, (size_t)repeat, sizeof(double), compare_doubles);
         printf("median_ms %.4f\n", times[repeat / 2]);

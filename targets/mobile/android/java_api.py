@@ -134,7 +134,8 @@ def source(package: str, cls: str, library: str, asset: str, description: str, i
             fields.append(f"    private final {port.buffer} {field};")
             view = f"view(raw, nativeDataOffset(raw, session, {str(is_output).lower()}, {index}, {port.bytes}L), " \
                    f"{port.bytes}L)"
-            bindings.append(f"        this.{field} = {view}{'' if port.buffer == 'ByteBuffer' else '.as' + port.buffer + '()'};")
+            typed = "" if port.buffer == "ByteBuffer" else f".as{port.buffer}()"
+            bindings.append(f"        this.{field} = {view}{typed};")
             access = "read-only, valid after run()" if is_output else "write it before run()"
             value = f"{field}.asReadOnlyBuffer()" if is_output else f"{field}.duplicate()"
             accessors += [f"    /** The {_port_doc(kind, port)}, in the runtime's memory ({access}). */",
@@ -167,9 +168,9 @@ def _run_with_arrays(inputs: list[JavaPort], outputs: list[JavaPort]) -> str:
               "        open();"]
     for port in inputs:
         size = f"INPUT_{port.constant}_SIZE"
+        takes, values = java_string(f"input {port.name!r} takes "), java_string(f" values ({port.describe()}), not ")
         lines += [f"        if ({port.ident}.length != {size}) {{",
-                  f"            throw new IllegalArgumentException({java_string(f'input {port.name!r} takes ')} + {size}"
-                  f" + {java_string(f' values ({port.describe()}), not ')} + {port.ident}.length);",
+                  f"            throw new IllegalArgumentException({takes} + {size} + {values} + {port.ident}.length);",
                   "        }",
                   f"        input{port.upper}.duplicate().put({port.ident});"]
     lines.append("        run();")

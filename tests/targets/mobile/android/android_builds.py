@@ -119,14 +119,11 @@ def java_driver(bundle: AndroidBundle, inputs: list[java_api.JavaPort], outputs:
                     for i, p in enumerate(outputs)]
     buffer_writes = [f"                write(args[2] + \"/{i}.bin\", copy(model.output{p.upper}(), "
                      f"{p.bytes}));" for i, p in enumerate(outputs)]
-    converters = sorted({p.element for p in outputs})
     conversions = "\n".join(
-        f"    static ByteBuffer {element}sBytes({element}[] values) {{\n"
-        f"        ByteBuffer out = ByteBuffer.allocate(values.length * {_sizes[element]}).order(ByteOrder.LITTLE_ENDIAN);\n"
-        f"        out{'' if element == 'byte' else '.as' + element.capitalize() + 'Buffer()'}.put(values);\n"
-        f"        return out;\n    }}" for element in converters)
-    port_bytes = "\n".join(f"    static ByteBuffer {p.ident}Bytes({p.element}[] v) {{ return {p.element}sBytes(v); }}"
-                           for p in outputs)
+        f"    static ByteBuffer {p.ident}Bytes({p.element}[] values) {{\n"
+        f"        ByteBuffer out = ByteBuffer.allocate({p.bytes}).order(ByteOrder.LITTLE_ENDIAN);\n"
+        f"        out{'' if p.element == 'byte' else '.as' + p.buffer + '()'}.put(values);\n"
+        f"        return out;\n    }}" for p in outputs)
     return f"""import {bundle.info['package']}.{cls};
 import java.io.File;
 import java.io.FileInputStream;
@@ -156,7 +153,6 @@ public class RunBundle {{
     }}
 
 {conversions}
-{port_bytes}
 
     public static void main(String[] args) throws Exception {{
 {chr(10).join(reads)}
@@ -181,9 +177,6 @@ public class RunBundle {{
     }}
 }}
 """
-
-
-_sizes = {"float": 4, "int": 4, "long": 8, "byte": 1}
 
 
 def run_java(bundle: AndroidBundle, feeds: dict[str, np.ndarray], work: Path, load: str = "file",

@@ -21,7 +21,6 @@ from edgepack.profile import builtin_names
 from edgepack.targets import TARGETS
 
 
-
 def fixed_shapes(profile: edgepack.Profile) -> bool:
     """Whether the profile's plans (and CoreML programs) are built for fixed input shapes: then every input is pinned
     to its sample's shape."""

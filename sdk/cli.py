@@ -259,6 +259,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Benchmarks, and with --json, prints JSON even when it fails: {"error": the paragraph, "where", "fix"}."""
+    try:
+        return bench_command(args)
+    except EdgepackError as error:
+        if args.json:
+            print(json.dumps({"error": error.paragraph(), "where": error.where, "fix": error.fix}, indent=2))
+        raise
+
+
+def bench_command(args: argparse.Namespace) -> int:
     from .bench import bench, summary_lines, table
     from .input_files import load_inputs
     from .sample_inputs import parse_dims
@@ -290,9 +300,27 @@ def cmd_bench_device(args: argparse.Namespace) -> int:
     if args.provider or args.compare:
         raise EdgepackError("--device runs the bundle's own C library: --provider and --compare do not apply",
                             where="--device", fix="leave out --provider and --compare")
+    if args.device != "qemu-arm64":
+        return cmd_bench_library(args)
     report = bench_on_device(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs,
                              load_inputs(args.input or []), parse_dims(args.dim or []))
     return print_device_report(report, summary_lines(report), args.json)
+
+
+def cmd_bench_library(args: argparse.Namespace) -> int:
+    from .bench_device import bench_library, summary_lines
+    from .input_files import load_inputs
+    from .sample_inputs import parse_dims
+
+    result = bench_library(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs, args.warmup,
+                           load_inputs(args.input or []), parse_dims(args.dim or []),
+                           identity=Path(args.identity) if args.identity else None)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for line in summary_lines(result):
+            stdout.print(escape(line))
+    return 0 if result["fidelity"]["passed"] else 1
 
 
 def cmd_bench_chromium(args: argparse.Namespace) -> int:
@@ -447,11 +475,14 @@ def parser() -> argparse.ArgumentParser:
                    help="as for run; inputs not given are seeded random data")
     n.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="size of a symbolic dim in generated inputs (default: 1 on axis 0, 64 elsewhere)")
-    n.add_argument("--device", choices=["qemu-arm64", "chromium"],
+    n.add_argument("--device",
                    help="qemu-arm64: a C library bundle (--profile raspberry-pi): cross-compile its example and run "
                         "it under qemu-aarch64; reports correctness against reference (emulated timings are not "
-                        "device speed). chromium: a web bundle (--profile web) in headless Chromium, --provider "
-                        "webgpu or wasm (WebGPU there is SwiftShader: not GPU speed)")
+                        "device speed). host, ssh://[user@]host[:port] or adb[:serial]: a C library bundle's "
+                        "example built for the device's architecture, pushed and run there. chromium: a web bundle "
+                        "(--profile web) in headless Chromium, --provider webgpu or wasm (WebGPU there is "
+                        "SwiftShader: not GPU speed)")
+    n.add_argument("--identity", metavar="FILE", help="with --device ssh://...: the private key to log in with")
     n.add_argument("--json", action="store_true", help="print the figures as JSON")
     n.set_defaults(func=cmd_bench)
 

@@ -68,15 +68,18 @@ def missing_tools(system: str = "make") -> list[str]:
     return [tool for tool in (CROSS_COMPILER, system, EMULATOR) if not shutil.which(tool)]
 
 
-def build_example(library: Library, build_dir: Path, system: str = "make", embed_plan: bool = False) -> Path:
+def build_example(library: Library, build_dir: Path, system: str = "make", embed_plan: bool = False,
+                  native: bool = False) -> Path:
     """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
-    CMake and its toolchain file (with `embed_plan`, the plan linked in); returns the example binary."""
-    missing = missing_tools(system)
+    CMake and its toolchain file (with `embed_plan`, the plan linked in), or with `native`, builds them for this
+    machine with its own compiler (`make CROSS=`); returns the example binary."""
+    missing = [tool for tool in ("gcc", "make") if not shutil.which(tool)] if native else missing_tools(system)
     if missing:
-        raise EdgepackError(f"cross-compiling the C library needs {', '.join(missing)}, not installed here",
-                            fix=INSTALL)
+        raise EdgepackError(f"building the C library needs {', '.join(missing)}, not installed here", fix=INSTALL)
     build_dir = build_dir.absolute()
-    if system == "make":
+    if native:
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", "-j2"]]
+    elif system == "make":
         commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", f"EMBED_PLAN={int(embed_plan)}", "-j2"]]
     elif system == "cmake":
         commands = [["cmake", "-S", str(library.folder), "-B", str(build_dir),

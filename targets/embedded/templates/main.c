@@ -2,7 +2,8 @@
    digits, '.', '_' and '-' become '_').
    usage: @MODEL@_example PLAN.epk OUT_DIR [--repeat N] INPUT.npy...
    (built with EMBED_PLAN, PLAN.epk may be --embedded: the plan linked into the program)
-   Inputs come in the order of @MODEL@_inputs (@INPUT_NAMES@). --repeat N runs N times and prints the median. */
+   Inputs come in the order of @MODEL@_inputs (@INPUT_NAMES@). --repeat N runs N times and prints the load time,
+   every run's time in order, their median and the process's peak resident memory (Linux). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,24 @@
 #include "@MODEL@.h"
 #include "npy.h"
 
+/* Milliseconds since the first call (a double of the epoch's milliseconds would keep only 0.2 us). */
 static double now_ms(void) {
+    static struct timespec origin;
     struct timespec t;
     timespec_get(&t, TIME_UTC);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+    if (!origin.tv_sec) origin = t;
+    return (double)(t.tv_sec - origin.tv_sec) * 1e3 + (double)(t.tv_nsec - origin.tv_nsec) / 1e6;
+}
+
+/* The process's peak resident memory in kB, from Linux's /proc/self/status (-1 elsewhere). */
+static long peak_rss_kb(void) {
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (status && fgets(line, sizeof line, status))
+        if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
+    if (status) fclose(status);
+    return kb;
 }
 
 static int compare_doubles(const void *a, const void *b) {
@@ -59,6 +74,9 @@ static int run_timed(@MODEL@ *model, const npy_array *arrays, int repeat) {
         }
     }
     if (repeat > 1) {
+        printf("run_ms");
+        for (int r = 0; r < repeat; r++) printf(" %.6f", times[r]);
+        printf("\n");
         qsort(times, (size_t)repeat, sizeof(double), compare_doubles);
         printf("median_ms %.4f\n", times[repeat / 2]);
     }
@@ -96,6 +114,7 @@ int main(int argc, char **argv) {
     }
     char error[EP_ERROR_CAPACITY];
     @MODEL@ *model = NULL;
+    double load_started = now_ms();
 #ifdef @PREFIX@_EMBEDDED_PLAN
     ep_status status = strcmp(argv[1], "--embedded") == 0 ? @MODEL@_create_embedded(&model, error)
                                                            : @MODEL@_create_from_file(argv[1], &model, error);
@@ -106,11 +125,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "@MODEL@_example: %s: %s\n", ep_status_name(status), error);
         return 3;
     }
+    if (repeat > 1) printf("load_ms %.6f\n", now_ms() - load_started);
     npy_array arrays[@PREFIX@_INPUT_COUNT + 1];
     memset(arrays, 0, sizeof arrays);
     int code = read_inputs(argv + first_input, arrays);
     if (!code) code = run_timed(model, arrays, repeat);
     if (!code) code = write_outputs(model, argv[2]);
+    if (!code && repeat > 1) printf("peak_rss_kb %ld\n", peak_rss_kb());
     for (size_t i = 0; i < @PREFIX@_INPUT_COUNT; i++) free(arrays[i].data);
     @MODEL@_destroy(model);
     return code;

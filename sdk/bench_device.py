@@ -1,0 +1,183 @@
+"""`edgepack bench BUNDLE --device DEVICE` for C library bundles: builds the bundle's example for the device's
+architecture (aarch64 with the cross compiler, x86_64 with this machine's), pushes it with the plan and the inputs,
+runs it there, pulls the outputs back and checks them against `reference` on the bundle's graph. The result follows
+the bench result schema (docs/bench.schema.json)."""
+
+from __future__ import annotations
+
+import platform
+import re
+import statistics
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgepack.runtime.bundle_format import read_manifest, sha256_file
+from edgepack.runtime.errors import EdgepackError
+
+from .bench_qemu import TOLERANCE, OutputCheck, check_output
+from .devices import Device, DeviceFacts, open_device
+from .input_files import check_names
+from .sample_inputs import dims_of, sample_feeds
+
+SCHEMA = "edgepack-bench/1"
+MAX_RUNS = 1024
+"""The example's limit for one call (its --repeat)."""
+TRIM = 0.1
+"""The share of runs cut from each end for the trimmed mean."""
+EMULATED_NOTE = "emulated: these timings are an emulator's, not the speed of any device"
+
+
+@dataclass(frozen=True)
+class LatencyFigures:
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+    std: float
+    trimmed_mean: float
+
+    @classmethod
+    def of(cls, times_ms: list[float]) -> LatencyFigures:
+        ordered = sorted(times_ms)
+        cut = int(len(ordered) * TRIM)
+        kept = ordered[cut:len(ordered) - cut] or ordered
+        return cls(*(float(np.percentile(ordered, q)) for q in (50, 90, 99)), statistics.fmean(ordered),
+                   statistics.pstdev(ordered), statistics.fmean(kept))
+
+
+def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int = 2,
+                  feeds: Mapping[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None, seed: int = 0,
+                  identity: Path | None = None) -> dict[str, Any]:
+    """Benchmarks a C library bundle's example on `device` (`warmup` untimed runs, then `runs` timed) and returns
+    the result as the bench schema's dict."""
+    from edgepack.runtime import Session
+    from edgepack.targets.embedded.example_run import build_example, output_file, read_library
+
+    if runs < 1 or warmup < 0 or runs + warmup > MAX_RUNS:
+        raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}",
+                            fix=f"use --runs 1 or more and --warmup 0 or more, {MAX_RUNS} in all at most")
+    library = read_library(bundle)
+    target = open_device(device, identity)
+    facts = target.facts()
+    oracle = Session(library.folder, providers=["reference"])
+    given = dict(feeds or {})
+    check_names(given, [s.name for s in oracle.inputs], require_all=False)
+    generated = sample_feeds([s for s in oracle.inputs if s.name not in given], seed,
+                             {**dims_of(oracle.inputs, given), **(dims or {})})
+    chosen = {s.name: given[s.name] if s.name in given else generated[s.name] for s in oracle.inputs}
+    expected = oracle.run(chosen)
+    with tempfile.TemporaryDirectory(prefix="edgepack-bench-") as tmp:
+        local = Path(tmp)
+        binary = build_example(library, local / "build", native=_native(facts))
+        printed, outputs = _run_there(target, library, binary, chosen, runs + warmup, local, output_file)
+    times = [float(t) for t in _field(printed, "run_ms", device).split()]
+    checks = [check_output(name, np.asarray(value), outputs[name]) for name, value in expected.items()]
+    peak_kb = float(_field(printed, "peak_rss_kb", device))
+    return result_dict(
+        engine="edgepack C library example", device=target, facts=facts, bundle=library.folder,
+        load_ms=float(_field(printed, "load_ms", device)), times=times, warmup=warmup,
+        peak_rss_mb=peak_kb / 1024 if peak_kb >= 0 else None,
+        inputs=[{"name": n, "dtype": v.dtype.name, "shape": list(v.shape),
+                 "from": "file" if n in given else "generated"} for n, v in chosen.items()],
+        checks=checks)
+
+
+def _native(facts: DeviceFacts) -> bool:
+    """Whether the example is built with this machine's compiler (the device has its architecture) rather than
+    cross-compiled for aarch64."""
+    if facts.arch == platform.machine():
+        return True
+    if facts.arch in ("aarch64", "arm64"):
+        return False
+    raise EdgepackError(f"the device is {facts.arch}, and this machine builds the C library for "
+                        f"{platform.machine()} and aarch64 only", fix="benchmark on an aarch64 or "
+                        f"{platform.machine()} device, or build the bundle's Makefile on the device")
+
+
+def _run_there(device: Device, library: Any, binary: Path, feeds: dict[str, np.ndarray], repeat: int, local: Path,
+               output_file: Any) -> tuple[str, dict[str, np.ndarray]]:
+    """Pushes the example, the plan and the inputs, runs `repeat` times, pulls the outputs."""
+    with device.workspace() as folder:
+        device.push(binary, f"{folder}/example")
+        device.push(library.plan, f"{folder}/plan.epk")
+        inputs = []
+        for index, name in enumerate(library.inputs):
+            path = local / f"in{index}.npy"
+            np.save(path, np.asarray(feeds[name]))
+            inputs.append(f"{folder}/in{index}.npy")
+            device.push(path, inputs[-1])
+        proc = device.run([f"{folder}/example", f"{folder}/plan.epk", folder, "--repeat", str(repeat), *inputs])
+        if proc.returncode != 0:
+            raise EdgepackError(f"the example failed on {device.spec}: {(proc.stderr or proc.stdout).strip()[:800]}",
+                                where=device.spec, fix="check the inputs against the bundle's header")
+        outputs = {}
+        for name in library.outputs:
+            device.pull(f"{folder}/{output_file(name)}", local / output_file(name))
+            outputs[name] = np.load(local / output_file(name))
+    return proc.stdout, outputs
+
+
+def _field(printed: str, key: str, device: str) -> str:
+    match = re.search(rf"^{key} (.*)$", printed, re.MULTILINE)
+    if not match:
+        raise EdgepackError(f"the example on {device} printed no {key}", where=device,
+                            fix="rebuild the bundle with this edgepack version")
+    return match.group(1)
+
+
+def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, load_ms: float, times: list[float],
+                warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[OutputCheck]
+                ) -> dict[str, Any]:
+    """One run's figures in the bench result schema: first run, then the runs after `warmup` ones."""
+    manifest = read_manifest(bundle)
+    timed = times[warmup:] if len(times) > warmup else times
+    latency = LatencyFigures.of(timed)
+    return {
+        "schema": SCHEMA,
+        "engine": engine,
+        "device": {"spec": device.spec, **facts.as_dict()},
+        "bundle": {"path": str(bundle), "profile": manifest["profile"]["name"], "target": manifest["target"],
+                   "precision": {key: manifest["profile"]["precision"][key] for key in ("weights", "activations")},
+                   "manifest_sha256": sha256_file(bundle / "manifest.json")},
+        "inputs": inputs,
+        "load_ms": load_ms,
+        "first_run_ms": times[0],
+        "warmup": warmup,
+        "runs": len(timed),
+        "latency_ms": vars(latency),
+        "runs_per_s": 1000.0 / latency.p50 if latency.p50 > 0 else None,
+        "memory": {"peak_rss_mb": peak_rss_mb},
+        "fidelity": {"against": "reference", "tolerance": TOLERANCE,
+                     "outputs": [vars(check) for check in checks], "passed": all(c.passed for c in checks)},
+        "emulated": facts.emulated,
+        "note": EMULATED_NOTE if facts.emulated else "",
+    }
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """A bench result as plain lines: device, inputs, latency, memory, one line per output and the verdict."""
+    device, latency = result["device"], result["latency_ms"]
+    label = " (emulated)" if result["emulated"] else ""
+    lines = [f"bench {result['bundle']['path']} on {device['spec']}{label}: {device['cpu']}, {device['cores']} cores, "
+             f"{device['os']}, {device['arch']}",
+             "inputs: " + ", ".join(f"{i['name']} {i['dtype']}{i['shape']} ({i['from']})" for i in result["inputs"]),
+             f"load {result['load_ms']:.3f} ms, first run {result['first_run_ms']:.3f} ms{label}",
+             f"{result['runs']} runs after {result['warmup']} warm-up{label}: p50 {latency['p50']:.3f} ms, "
+             f"p90 {latency['p90']:.3f}, p99 {latency['p99']:.3f}, mean {latency['mean']:.3f} "
+             f"(std {latency['std']:.3f}, trimmed {latency['trimmed_mean']:.3f})"]
+    if result["memory"]["peak_rss_mb"] is not None:
+        lines.append(f"peak resident memory: {result['memory']['peak_rss_mb']:.1f} MB")
+    fidelity = result["fidelity"]
+    for check in fidelity["outputs"]:
+        lines.append(f"output {check['name']} {check['shape']}: max abs diff {check['max_abs_diff']:.3g} from "
+                     f"reference (scale {check['scale']:.3g}): {'ok' if check['passed'] else 'FAIL'}")
+    lines.append(f"correctness: {'PASS' if fidelity['passed'] else 'FAIL'} (max abs diff within "
+                 f"{fidelity['tolerance']:g} of each output's scale)")
+    if result["note"]:
+        lines.append(result["note"])
+    return lines

@@ -1,0 +1,131 @@
+"""`edgepack bench BUNDLE --device ssh://...`: a real OpenSSH server on 127.0.0.1 (a host key and a client key made
+for the test, a port of its own); the C library bundle's example is built for the server's architecture, pushed, run
+and pulled back; the result validates against docs/bench.schema.json and its outputs match `reference`."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+import edgepack
+from edgepack import samples
+from edgepack.bench_device import LatencyFigures, bench_library
+from edgepack.devices import open_device
+from edgepack.devices.ssh import SshDevice
+from edgepack.runtime import Session
+from edgepack.runtime.errors import EdgepackError
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "bench.schema.json").read_text())
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshDevice]:
+    if not (Path(SSHD).exists() and shutil.which("ssh") and shutil.which("ssh-keygen")):
+        pytest.skip("openssh-server and openssh-client are not installed")
+    folder = tmp_path_factory.mktemp("sshd")
+    for key in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / key)], check=True)
+    (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
+    port = free_port()
+    config = folder / "sshd_config"
+    config.write_text(f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder / 'host_key'}\n"
+                      f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPasswordAuthentication no\n"
+                      "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n"
+                      f"PidFile {folder / 'sshd.pid'}\nSubsystem sftp {SFTP_SERVER}\n")
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    else:
+        server.kill()
+        pytest.fail(f"sshd did not start: {server.stderr.read()}")
+    yield SshDevice("127.0.0.1", getpass.getuser(), port, folder / "client_key", folder / "known_hosts")
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def library_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return edgepack.build(samples.path("tiny-cnn"), profile="raspberry-pi",
+                          output_dir=tmp_path_factory.mktemp("bench-device"), verify=False).bundle_dir
+
+
+def test_a_c_library_bundle_is_benchmarked_over_ssh(ssh_server: SshDevice, library_bundle: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("edgepack.bench_device.open_device", lambda spec, identity: ssh_server)
+    feeds = samples.feeds("tiny-cnn")
+    result = bench_library(library_bundle, ssh_server.spec, runs=12, warmup=2, feeds=feeds)
+    jsonschema.validate(result, SCHEMA)
+    assert result["device"]["spec"] == ssh_server.spec and result["emulated"] is False
+    assert result["device"]["arch"] == os.uname().machine and result["runs"] == 12
+    assert result["fidelity"]["passed"]
+    reference = Session(library_bundle, providers=["reference"]).run(feeds)
+    assert [o["name"] for o in result["fidelity"]["outputs"]] == list(reference)
+    for check in result["fidelity"]["outputs"]:
+        assert check["max_abs_diff"] <= 1e-4 * check["scale"]
+    latency = result["latency_ms"]
+    assert 0 < latency["p50"] <= latency["p90"] <= latency["p99"]
+    assert result["memory"]["peak_rss_mb"] > 0
+
+
+def test_the_workspace_is_removed_after_the_run(ssh_server: SshDevice) -> None:
+    with ssh_server.workspace() as folder:
+        assert ssh_server.run(["test", "-d", folder]).returncode == 0
+    assert ssh_server.run(["test", "-e", folder]).returncode != 0
+
+
+def test_the_device_facts_come_from_the_device(ssh_server: SshDevice) -> None:
+    facts = ssh_server.facts()
+    assert facts.arch == os.uname().machine and facts.cores >= 1 and facts.os.startswith("Linux")
+
+
+def test_the_cli_prints_json_that_validates(ssh_server: SshDevice, library_bundle: Path, cli,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("edgepack.bench_device.open_device", lambda spec, identity: ssh_server)
+    result = cli("bench", library_bundle, "--device", ssh_server.spec, "--runs", "5", "--warmup", "1", "--json")
+    assert result.code == 0, result.err
+    jsonschema.validate(json.loads(result.out), SCHEMA)
+
+
+def test_an_unreachable_host_is_one_paragraph_and_json_says_so(library_bundle: Path, cli) -> None:
+    result = cli("bench", library_bundle, "--device", f"ssh://nobody@127.0.0.1:{free_port()}", "--json")
+    assert result.code == 2
+    printed = json.loads(result.out)
+    assert "ssh to ssh://nobody@127.0.0.1" in printed["error"] and "--identity" in printed["fix"]
+
+
+@pytest.mark.parametrize("spec", ["ssh://", "ssh://host:notaport", "ssh://host/path", "telnet://host"])
+def test_bad_device_specs_are_refused(spec: str) -> None:
+    with pytest.raises(EdgepackError, match="ssh device|unknown device"):
+        open_device(spec)
+
+
+def test_the_latency_figures_trim_and_rank() -> None:
+    figures = LatencyFigures.of([float(v) for v in range(1, 11)] + [100.0])
+    assert figures.p50 == 6.0 and figures.p99 > figures.p90 >= figures.p50
+    assert figures.trimmed_mean == pytest.approx(np.mean(range(2, 11)))
+    assert figures.mean == pytest.approx((55 + 100) / 11)

@@ -73,5 +73,6 @@ def open_device(spec: str, identity: Path | None = None) -> Device:
 
 
 def command_failed(device: Device, command: list[str], proc: subprocess.CompletedProcess[str]) -> EdgepackError:
-    return EdgepackError(f"{' '.join(command[:3])} failed on {device.spec}: {(proc.stderr or proc.stdout).strip()[:800]}",
-                         where=device.spec, fix="check the device and the bundle")
+    printed = (proc.stderr or proc.stdout).strip()[:800]
+    return EdgepackError(f"{' '.join(command[:3])} failed on {device.spec}: {printed}", where=device.spec,
+                         fix="check the device and the bundle")

@@ -150,6 +150,7 @@ def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, l
         "warmup": warmup,
         "runs": len(timed),
         "latency_ms": vars(latency),
+        "times_ms": timed,
         "runs_per_s": 1000.0 / latency.p50 if latency.p50 > 0 else None,
         "memory": {"peak_rss_mb": peak_rss_mb},
         "fidelity": {"against": "reference", "tolerance": TOLERANCE,

@@ -273,6 +273,14 @@ def bench_command(args: argparse.Namespace) -> int:
     from .input_files import load_inputs
     from .sample_inputs import parse_dims
 
+    if args.model == "compare":
+        return cmd_bench_compare(args)
+    if args.results:
+        raise EdgepackError(f"unexpected arguments after the model: {' '.join(args.results)}", where="bench",
+                            fix="pass one model or bundle, or `edgepack bench compare A.json B.json ...`")
+    if args.html and args.device in (None, "chromium", "qemu-arm64"):
+        raise EdgepackError("--html writes the report of a device bench (--device host, ssh://... or adb) or of "
+                            "`bench compare`", where="--html", fix="add such a --device, or leave out --html")
     if args.device:
         return cmd_bench_device(args)
     if args.compare == "onnxruntime-web":
@@ -315,12 +323,44 @@ def cmd_bench_library(args: argparse.Namespace) -> int:
     result = bench_library(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs, args.warmup,
                            load_inputs(args.input or []), parse_dims(args.dim or []),
                            identity=Path(args.identity) if args.identity else None)
+    if args.html:
+        write_bench_html([result], Path(args.html))
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         for line in summary_lines(result):
             stdout.print(escape(line))
     return 0 if result["fidelity"]["passed"] else 1
+
+
+def cmd_bench_compare(args: argparse.Namespace) -> int:
+    from .bench_html import ratio_lines, read_results
+
+    if len(args.results) < 1:
+        raise EdgepackError("`bench compare` needs bench result files", where="bench compare",
+                            fix="write them with `edgepack bench BUNDLE --device ... --json > A.json`")
+    results = read_results([Path(path) for path in args.results])
+    if args.html:
+        write_bench_html(results, Path(args.html))
+    if args.json:
+        print(json.dumps({"results": args.results, "lines": ratio_lines(results)}, indent=2))
+    else:
+        for line in ratio_lines(results):
+            stdout.print(escape(line))
+    return 0
+
+
+def write_bench_html(results: list[dict[str, Any]], path: Path) -> None:
+    """Writes the bench report page at `path` (through a temporary file renamed into place)."""
+    from .bench_html import render
+
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        temporary.write_text(render(results))
+        temporary.replace(path)
+    except OSError as error:
+        raise EdgepackError(f"cannot write the report {str(path)!r}: {error.strerror}", where="--html",
+                            fix="choose a writable path") from error
 
 
 def cmd_bench_chromium(args: argparse.Namespace) -> int:
@@ -460,7 +500,9 @@ def parser() -> argparse.ArgumentParser:
 
     n = commands.add_parser("bench", help="time loading and running a model or bundle, optionally beside "
                                           "onnxruntime")
-    n.add_argument("model", help="a .onnx file, a folder holding one, or a bundle folder")
+    n.add_argument("model", help="a .onnx file, a folder holding one, or a bundle folder; or `compare` followed by "
+                                 "bench result files (--json output), whose ratios to the first it prints")
+    n.add_argument("results", nargs="*", help=argparse.SUPPRESS)
     n.add_argument("--provider", help="as for run (default: each partition's own; reference for a plain .onnx)")
     n.add_argument("--runs", type=int, help=f"timed runs (default: {HOST_RUNS}; {DEVICE_RUNS} with --device)")
     n.add_argument("--warmup", type=int, default=5, help="untimed runs after the first run (default: 5)")
@@ -483,6 +525,8 @@ def parser() -> argparse.ArgumentParser:
                         "(--profile web) in headless Chromium, --provider webgpu or wasm (WebGPU there is "
                         "SwiftShader: not GPU speed)")
     n.add_argument("--identity", metavar="FILE", help="with --device ssh://...: the private key to log in with")
+    n.add_argument("--html", metavar="FILE", help="with --device host, ssh://... or adb, or with `compare`: also "
+                                                  "write a self-contained HTML report (table and plots)")
     n.add_argument("--json", action="store_true", help="print the figures as JSON")
     n.set_defaults(func=cmd_bench)
 

@@ -1,6 +1,7 @@
 """How fast a bundle runs on this host, timed where its target's code can run here: the generic bundle on the `cpu`
 provider, the OpenVINO bundle on OpenVINO, the web bundle's wasm in headless Chromium, the C library under
-qemu-aarch64 (emulated: not a device's speed). CoreML runs only on Apple systems, so the iOS bundle is not timed."""
+qemu-aarch64 and the android bundle's plan on the same arm64 core (both emulated: not a device's speed). CoreML runs
+only on Apple systems, so the iOS bundle is not timed."""
 
 from __future__ import annotations
 
@@ -70,13 +71,29 @@ def under_qemu(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
     return Latency("qemu-aarch64 (emulated, not a device's speed)", report.emulated_median_ms, runs, emulated=True)
 
 
+def plan_under_qemu(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
+    """The android bundle's plan on the arm64 C core (the code of its arm64-v8a library) under qemu-aarch64."""
+    from edgepack.runtime.bundle_format import read_manifest
+    from edgepack.runtime.native.emulated import qemu
+
+    from .op_profile import profile_plan
+
+    if qemu() is None:
+        return Latency("qemu-aarch64", None, 0, not_timed="qemu-aarch64 is not installed (apt-get install qemu-user)")
+    plan = bundle / read_manifest(bundle)["partitions"][0]["artifact"]
+    profile = profile_plan(plan, feeds, runs=runs, device="qemu-arm64")
+    return Latency("qemu-aarch64, the arm64 C core (emulated, not a device's speed)", profile.run_ms, runs,
+                   emulated=True)
+
+
 def not_here(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
     return Latency("CoreML", None, 0, not_timed="CoreML runs only on macOS and iOS; time it with the Swift package's "
                                                  "tests on a Mac or an iPhone")
 
 
 TIMERS: dict[str, Callable[[Path, Path, Feeds, int], Latency]] = {
-    "generic": on_cpu, "openvino": on_openvino, "web": in_chromium, "embedded": under_qemu, "ios": not_here}
+    "generic": on_cpu, "openvino": on_openvino, "web": in_chromium, "embedded": under_qemu, "ios": not_here,
+    "android": plan_under_qemu}
 """How each target's bundle is timed on this host."""
 
 

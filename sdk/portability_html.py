@@ -99,7 +99,7 @@ def _placement(placement: list[dict[str, Any]]) -> str:
                        for p in placement)
 
 
-def _svg(title: str, plot_id: str, body: list[str], rows: int, legend: list[tuple[str, str]] = ()) -> str:
+def svg_figure(title: str, plot_id: str, body: list[str], rows: int, legend: list[tuple[str, str]] = ()) -> str:
     height = 30 + rows * ROW_HEIGHT + (24 if legend else 0)
     width = LABEL_WIDTH + BAR_WIDTH + 90
     parts = [f"<figure><figcaption>{escape(title)}</figcaption>",
@@ -114,12 +114,12 @@ def _svg(title: str, plot_id: str, body: list[str], rows: int, legend: list[tupl
     return "\n".join(parts)
 
 
-def _label(index: int, text: str) -> str:
+def row_label(index: int, text: str) -> str:
     y = 20 + index * ROW_HEIGHT
     return f"<text x=\"{LABEL_WIDTH - 8}\" y=\"{y + 14}\" font-size=\"12\" text-anchor=\"end\">{escape(text)}</text>"
 
 
-def _bar(index: int, start: float, width: float, colour: str, tip: str) -> str:
+def bar_rect(index: int, start: float, width: float, colour: str, tip: str) -> str:
     y = 20 + index * ROW_HEIGHT
     return (f"<rect x=\"{LABEL_WIDTH + start:.1f}\" y=\"{y}\" width=\"{max(width, 1):.1f}\" height=\"18\" "
             f"fill=\"{colour}\"><title>{escape(tip)}</title></rect>")
@@ -130,25 +130,25 @@ def _latency_plot(rows: list[dict[str, Any]]) -> str:
     top = max((r["latency"]["p50_ms"] for r in timed), default=1.0) or 1.0
     body = []
     for index, row in enumerate(rows):
-        body.append(_label(index, row["profile"]))
+        body.append(row_label(index, row["profile"]))
         latency = row["latency"]
         if latency and latency["p50_ms"] is not None:
             width = BAR_WIDTH * latency["p50_ms"] / top
             colour = EMULATED_COLOUR if latency["emulated"] else LATENCY_COLOUR
-            body.append(_bar(index, 0, width, colour, latency["engine"]))
+            body.append(bar_rect(index, 0, width, colour, latency["engine"]))
             body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
                         f"{latency['p50_ms']:.3g} ms</text>")
         else:
             body.append(f"<text x=\"{LABEL_WIDTH + 4}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\" "
                         f"fill=\"#888\">not timed</text>")
-    return _svg("Latency on this host (p50)", "latency-plot", body, len(rows),
+    return svg_figure("Latency on this host (p50)", "latency-plot", body, len(rows),
                 [("native", LATENCY_COLOUR), ("emulated", EMULATED_COLOUR)])
 
 
 def _placement_plot(rows: list[dict[str, Any]]) -> str:
     body, seen = [], {}
     for index, row in enumerate(rows):
-        body.append(_label(index, row["profile"]))
+        body.append(row_label(index, row["profile"]))
         start = 0.0
         by_flops = bool(row["placement"]) and all(p["flop_share"] is not None for p in row["placement"])
         for part in row["placement"]:
@@ -156,9 +156,9 @@ def _placement_plot(rows: list[dict[str, Any]]) -> str:
             colour = PROVIDER_COLOURS.get(part["provider"], OTHER_COLOUR)
             seen[part["provider"]] = colour
             unit = "FLOPs" if by_flops else "nodes"
-            body.append(_bar(index, start, BAR_WIDTH * share, colour, f"{part['provider']}: {share:.0%} of {unit}"))
+            body.append(bar_rect(index, start, BAR_WIDTH * share, colour, f"{part['provider']}: {share:.0%} of {unit}"))
             start += BAR_WIDTH * share
-    return _svg("Placement per provider (share of FLOPs, else of nodes)", "placement-plot", body, len(rows),
+    return svg_figure("Placement per provider (share of FLOPs, else of nodes)", "placement-plot", body, len(rows),
                 list(seen.items()))
 
 
@@ -166,11 +166,11 @@ def _bytes_plot(rows: list[dict[str, Any]]) -> str:
     top = max((r["bytes"]["bundle"] for r in rows if r["bytes"]), default=1) or 1
     body = []
     for index, row in enumerate(rows):
-        body.append(_label(index, row["profile"]))
+        body.append(row_label(index, row["profile"]))
         start = 0.0
         for kind, colour in BYTES_COLOURS.items():
             if row["bytes"]:
                 width = BAR_WIDTH * row["bytes"][kind] / top
-                body.append(_bar(index, start, width, colour, f"{kind}: {row['bytes'][kind]:,} bytes"))
+                body.append(bar_rect(index, start, width, colour, f"{kind}: {row['bytes'][kind]:,} bytes"))
                 start += width
-    return _svg("Bundle bytes (model and runtime)", "bytes-plot", body, len(rows), list(BYTES_COLOURS.items()))
+    return svg_figure("Bundle bytes (model and runtime)", "bytes-plot", body, len(rows), list(BYTES_COLOURS.items()))

@@ -4,6 +4,7 @@ and pulled back; the result validates against docs/bench.schema.json and its out
 
 from __future__ import annotations
 
+import base64
 import getpass
 import json
 import os
@@ -23,8 +24,12 @@ from edgepack import samples
 from edgepack.bench_device import LatencyFigures, bench_library
 from edgepack.devices import open_device
 from edgepack.devices.ssh import SshDevice
+from edgepack.portability_html import EMULATED_COLOUR, LATENCY_COLOUR
 from edgepack.runtime import Session
 from edgepack.runtime.errors import EdgepackError
+from edgepack.targets.web.chromium import Chromium
+from edgepack.targets.web.chromium import missing as chromium_missing
+from tests.screenshot_colours import COUNT_COLOURS
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "bench.schema.json").read_text())
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -129,3 +134,52 @@ def test_the_latency_figures_trim_and_rank() -> None:
     assert figures.p50 == 6.0 and figures.p99 > figures.p90 >= figures.p50
     assert figures.trimmed_mean == pytest.approx(np.mean(range(2, 11)))
     assert figures.mean == pytest.approx((55 + 100) / 11)
+
+
+@pytest.fixture(scope="module")
+def two_results(library_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """A host result and an emulated one (the same bundle under qemu-aarch64), as files."""
+    folder = tmp_path_factory.mktemp("results")
+    paths = []
+    for spec in ("host", "qemu-arm64"):
+        result = bench_library(library_bundle, spec, runs=8, warmup=1, feeds=samples.feeds("tiny-cnn"))
+        jsonschema.validate(result, SCHEMA)
+        assert result["emulated"] is (spec == "qemu-arm64")
+        paths.append(folder / f"{spec}.json")
+        paths[-1].write_text(json.dumps(result))
+    return paths
+
+
+def test_compare_prints_the_ratios_to_the_first_result(two_results: list[Path], cli) -> None:
+    result = cli("bench", "compare", *two_results)
+    assert result.code == 0, result.err
+    host, emulated = [json.loads(p.read_text()) for p in two_results]
+    lines = [line for line in result.out.splitlines() if " on " in line]
+    assert lines[0].startswith("raspberry-pi on host: p50") and "(1.00x)" in lines[0]
+    ratio = emulated["latency_ms"]["p50"] / host["latency_ms"]["p50"]
+    assert "raspberry-pi on qemu-arm64 (emulated)" in lines[1] and f"({ratio:.2f}x)" in lines[1]
+
+
+def test_compare_refuses_what_is_not_a_bench_result(tmp_path: Path, cli) -> None:
+    (tmp_path / "other.json").write_text('{"model": "x"}')
+    result = cli("bench", "compare", tmp_path / "other.json")
+    assert result.code == 2 and "is not a bench result of schema edgepack-bench/1" in result.err
+
+
+@pytest.mark.skipif(chromium_missing() is not None, reason=f"no headless Chromium: {chromium_missing()}")
+def test_the_html_report_draws_its_plots_in_chromium(two_results: list[Path], tmp_path: Path, cli) -> None:
+    assert cli("bench", "compare", *two_results, "--html", tmp_path / "report.html").code == 0
+    with Chromium(tmp_path) as browser:
+        page = browser.page("report.html")
+        page.set_viewport_size({"width": 1400, "height": 900})
+        rows = page.locator("#results tbody tr")
+        assert rows.count() == 2
+        assert "emulated" in rows.nth(1).inner_text() and "emulated" not in rows.nth(0).inner_text()
+        runs = sum(len(json.loads(p.read_text())["times_ms"]) for p in two_results)
+        assert page.locator("#latency-distribution rect").count() >= runs + 2
+        for plot in ("latency-distribution", "p50-plot"):
+            box = page.locator(f"#{plot}").bounding_box()
+            assert box and box["width"] > 300 and box["height"] > 60
+        shot = page.screenshot(full_page=True)
+        counts = page.evaluate(COUNT_COLOURS, [base64.b64encode(shot).decode(), [LATENCY_COLOUR, EMULATED_COLOUR]])
+    assert counts[0] > 300 and counts[1] > 300, counts

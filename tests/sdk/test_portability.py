@@ -16,8 +16,9 @@ from edgepack import build, samples
 from edgepack.portability import build_all
 from edgepack.shared_work import SharedWork
 from edgepack.targets.web.chromium import Chromium, missing
+from tests.screenshot_colours import COUNT_COLOURS
 
-ALL = ["generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
+ALL = ["android", "generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,7 @@ def test_latency_says_where_it_was_measured(built: tuple[Path, dict]) -> None:
     assert rows["generic"]["latency"]["p50_ms"] > 0 and "cpu provider" in rows["generic"]["latency"]["engine"]
     assert rows["intel-nuc"]["latency"]["engine"] == "this host, OpenVINO"
     assert rows["raspberry-pi"]["latency"]["emulated"] and rows["raspberry-pi"]["latency"]["p50_ms"] > 0
+    assert rows["android"]["latency"]["emulated"] and rows["android"]["latency"]["p50_ms"] > 0
     assert rows["iphone"]["latency"]["p50_ms"] is None and "macOS" in rows["iphone"]["latency"]["not_timed"]
     emulation = rows["raspberry-pi"]["fidelity"]["emulation"]  # verified on the host build, qemu once beside it
     assert emulation["verified_on"] == ["cpu"] and emulation["passed"] is True
@@ -111,7 +113,7 @@ def test_the_html_report_shows_the_table_and_plots_in_chromium(built: tuple[Path
         page.set_viewport_size({"width": 1400, "height": 1000})
         rows = page.locator("#profiles tbody tr")
         assert rows.count() == len(ALL)
-        assert rows.nth(3).locator("td").first.inner_text() == "raspberry-pi"
+        assert rows.nth(4).locator("td").first.inner_text() == "raspberry-pi"
         assert page.locator("#score").inner_text() == "100%"
         for plot in ("latency-plot", "placement-plot", "bytes-plot"):
             box = page.locator(f"#{plot}").bounding_box()
@@ -126,21 +128,3 @@ def test_the_html_report_shows_the_table_and_plots_in_chromium(built: tuple[Path
 
 BAR_COLOURS = {"#2ca02c": "neon placement bar", "#6a3d9a": "openvino placement bar", "#e377c2": "coreml placement bar",
                "#1f77b4": "native latency bars", "#17becf": "model bytes bars"}
-
-COUNT_COLOURS = """async ([png, colours]) => {
-  const image = new Image();
-  image.src = "data:image/png;base64," + png;
-  await image.decode();
-  const canvas = new OffscreenCanvas(image.width, image.height);
-  const context = canvas.getContext("2d");
-  context.drawImage(image, 0, 0);
-  const pixels = context.getImageData(0, 0, image.width, image.height).data;
-  return colours.map((hex) => {
-    const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
-    let count = 0;
-    for (let i = 0; i < pixels.length; i += 4) {
-      if (Math.abs(pixels[i] - r) <= 2 && Math.abs(pixels[i + 1] - g) <= 2 && Math.abs(pixels[i + 2] - b) <= 2) count++;
-    }
-    return count;
-  });
-}"""

@@ -7,6 +7,7 @@ import base64
 import json
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import onnx
 import pytest
@@ -128,3 +129,9 @@ def test_the_html_report_shows_the_table_and_plots_in_chromium(built: tuple[Path
 
 BAR_COLOURS = {"#2ca02c": "neon placement bar", "#6a3d9a": "openvino placement bar", "#e377c2": "coreml placement bar",
                "#1f77b4": "native latency bars", "#17becf": "model bytes bars"}
+
+
+def test_every_bundle_s_manifest_follows_the_documented_schema(built: tuple[Path, dict]) -> None:
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "manifest.schema.json").read_text())
+    for row in built[1]["profiles"]:
+        jsonschema.validate(json.loads((Path(row["bundle"]) / "manifest.json").read_text()), schema)

@@ -9,9 +9,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 from edgepack.runtime.errors import EdgepackError
 
 CLANG = "clang"
@@ -71,6 +68,9 @@ def build(abi: Abi, sources: list[Path], include_dirs: list[Path], output: Path)
 
 def check(library: Path, abi: Abi) -> list[str]:
     """What stops Android from loading `library` for `abi` (empty when nothing does)."""
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
     problems = []
     with library.open("rb") as stream:
         elf = ELFFile(stream)

@@ -49,10 +49,15 @@ def _forget_negative_dims(model: onnx.ModelProto) -> None:
                     dim.ClearField("dim_value")
 
 
+FIRST_IR_WITHOUT_INITIALIZER_INPUTS = 4
+
+
 def initializers_as_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     """The model without the graph inputs that are also initializers, and how many there were. Exporters of IR 3
     list every weight as an input (with a default value): a bundle's weights are its own, so they are constants,
-    not inputs an app feeds (and a plan needs the values of those that shape others)."""
+    not inputs an app feeds (and a plan needs the values of those that shape others). IR 3 requires every
+    initializer to be an input, so the model moves to IR 4, the first that does not (else onnx's checker refuses it
+    and every slim pass with it)."""
     names = {t.name for t in model.graph.initializer}
     kept = [value for value in model.graph.input if value.name not in names]
     if len(kept) == len(model.graph.input):
@@ -61,6 +66,7 @@ def initializers_as_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, 
     copy.CopyFrom(model)
     del copy.graph.input[:]
     copy.graph.input.extend(kept)
+    copy.ir_version = max(copy.ir_version, FIRST_IR_WITHOUT_INITIALIZER_INPUTS)
     return copy, len(model.graph.input) - len(kept)
 
 

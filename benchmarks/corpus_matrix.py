@@ -10,7 +10,7 @@ seconds, the bundle's bytes, and an independent check: the bundle run on this ho
 model.onnx in onnxruntime) beside onnxruntime on the source model, on an input of the recipe the build never saw
 (seed 2), whose cosine must also reach the profile's tolerance (widened, as the build widens it, by the two
 executors' own disagreement on the fp32 source where the build measured one: `fidelity.noise_floor`). A cell that
-fails gives the build's one-paragraph reason. `--samples` runs the sample models instead of the corpus. Results:
+fails gives the build's one-paragraph reason. `--samples` runs the sample models instead of the corpus, pinned to their feeds' shapes. Results:
 `corpus_matrix.json` and `corpus_matrix.md` in --out.
 """
 
@@ -83,7 +83,8 @@ def run_model(name: str, profiles: list[str], out: Path, generated: bool) -> lis
     sample = samples.MODELS[name]
     model = samples.path(name)
     given = None if generated else [samples.feeds(name, seed) for seed in BUILD_SEEDS]
-    report = build_all(model, profiles, out / name, latency=False, input_shapes=sample.shapes, sample_inputs=given)
+    shapes = sample.shapes if sample.kind == "corpus" else {k: v.shape for k, v in samples.feeds(name, 0).items()}
+    report = build_all(model, profiles, out / name, latency=False, input_shapes=shapes, sample_inputs=given)
     cells = []
     for outcome in report.outcomes:
         cell: dict[str, Any] = {"model": name, "profile": outcome.profile, "built": outcome.built,

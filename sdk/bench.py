@@ -159,9 +159,20 @@ def _measure(name: str, load: Callable[[], _Engine], feeds_for: Callable[[_Engin
 
 
 def _load_edgepack(model: str | Path, provider: str | None, threads: int) -> _Engine:
+    """The model on `provider`, or on its own placement, where a partition placed on the NumPy `reference` runs on
+    the `cpu` C core instead when that takes the whole model (a generic bundle, a plain .onnx): `reference` is the
+    oracle, not a runtime to time."""
     from edgepack.runtime import Session
 
-    session = Session(model, providers=[provider] if provider else None, threads=threads)
+    if provider is None:
+        session = Session(model, threads=threads)
+        if any(p.provider == "reference" for p in session.partitions):
+            try:
+                session = Session(model, providers=["cpu"], threads=threads)
+            except EdgepackError:
+                pass
+    else:
+        session = Session(model, providers=[provider], threads=threads)
     return _Engine(session.run, list(dict.fromkeys(p.provider for p in session.partitions)), session.inputs)
 
 
@@ -178,11 +189,12 @@ def _peer_model(model: Path, source: str | Path | None) -> Path:
     """The .onnx onnxruntime runs: `source` if given, else the model itself; a bundle needs `source`."""
     if not (model.is_dir() and (model / MANIFEST).is_file()):
         return resolve_model_path(source if source is not None else model)
-    recorded = read_manifest(model, verify=False).get("source", {})
+    manifest = read_manifest(model, verify=False)
+    recorded = manifest.get("source", {})
     if source is None:
-        raise EdgepackError(f"{str(model)!r} is a bundle, and onnxruntime runs its source model, which the manifest "
-                            f"names only ({recorded.get('file', '?')!r})",
-                            fix="pass the original .onnx with --source PATH")
+        from .bench_chromium import find_source
+
+        return find_source(model, manifest, None)
     path = resolve_model_path(source)
     if recorded.get("sha256") and sha256_file(path) != recorded["sha256"]:
         raise EdgepackError(f"--source {str(path)!r} is not the model this bundle was built from (its sha256 differs "

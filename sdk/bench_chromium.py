@@ -200,9 +200,10 @@ def find_source(folder: Path, manifest: dict[str, Any], source: str | Path | Non
             for candidate in cache_dir().rglob(name):
                 if candidate.is_file() and sha256_file(candidate) == recorded["sha256"]:
                     return candidate
-    raise EdgepackError(f"the source model of {str(folder)!r} ({name or '?'}) was not found: a web bundle holds "
-                        ".epk plans, so the reference check and onnxruntime-web run its source model",
-                        where=str(folder.absolute()), fix="pass the .onnx the bundle was built from with --source PATH")
+    raise EdgepackError(f"the source model of {str(folder)!r} ({name or '?'}) was not found beside the bundle, in "
+                        "the working folder or in the sample cache with the manifest's sha256: the peer (and a web "
+                        "bundle's reference check) run the source model", where=str(folder.absolute()),
+                        fix="pass the .onnx the bundle was built from with --source PATH")
 
 
 def serialized_for_ort(path: Path) -> bytes:

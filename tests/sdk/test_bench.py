@@ -30,7 +30,7 @@ def test_compare_with_onnxruntime_json(cli) -> None:
     report = json.loads(result.out)
     assert set(report["engines"]) == {"edgepack", "onnxruntime"}
     ours, peer = report["engines"]["edgepack"], report["engines"]["onnxruntime"]
-    assert ours["providers"] == ["reference"] and peer["providers"] == ["CPUExecutionProvider"]
+    assert ours["providers"] == ["cpu"] and peer["providers"] == ["CPUExecutionProvider"]  # never reference unasked
     for engine in (ours, peer):
         assert all(engine[k] > 0 for k in FIGURES), engine
         assert engine["p50_ms"] <= engine["p90_ms"] <= engine["p99_ms"]
@@ -52,15 +52,35 @@ def test_table_and_note(cli) -> None:
                      "peak RSS MB", "inputs: image float32[1, 3, 32, 32] (generated)", "noisy"):
         assert fragment in result.out, fragment
     rows = {line.split("│")[1].strip(): line for line in result.out.splitlines() if line.startswith("│")}
-    assert "reference" in rows["providers"] and "CPU" in rows["providers"]
+    assert "cpu" in rows["providers"] and "CPU" in rows["providers"]
     for ratio_row in ("load ms", "p50 ms"):
         assert re.search(r"│\s+x\d+\.\d\d\s+│$", rows[ratio_row]), rows[ratio_row]
     assert not re.search(r"x\d", rows["p90 ms"])
 
 
-def test_bundle_without_source_is_refused(cli, bundle: Path) -> None:
-    assert_user_error(cli("bench", bundle, "--compare", "onnxruntime", "--runs", "1"), "is a bundle",
-                      "names only ('tiny-cnn.onnx')", "--source PATH")
+def test_reference_runs_only_when_asked(bundle: Path) -> None:
+    assert bench(bundle, runs=1, warmup=0).engines[0].providers == ["cpu"]
+    assert bench(bundle, "reference", runs=1, warmup=0).engines[0].providers == ["reference"]
+
+
+def test_a_bundle_s_source_is_found_by_its_sha256(bundle: Path) -> None:
+    report = bench(bundle, runs=1, warmup=0, compare="onnxruntime")
+    assert report.peer_model is not None and Path(report.peer_model).name == "tiny-cnn.onnx"
+    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-5
+
+
+def test_a_bundle_whose_source_is_nowhere_is_refused(cli, tmp_path: Path) -> None:
+    import onnx
+
+    model = onnx.load(samples.path("tiny-cnn"))
+    model.doc_string = "a copy only this test has"
+    source = tmp_path / "copy" / "gone.onnx"
+    source.parent.mkdir()
+    onnx.save(model, source)
+    folder = edgepack.build(source, "generic", tmp_path / "dist", verify=False).bundle_dir
+    source.unlink()
+    assert_user_error(cli("bench", folder, "--compare", "onnxruntime", "--runs", "1"),
+                      "the source model of", "(gone.onnx) was not found", "--source PATH")
 
 
 def test_bundle_with_its_source(bundle: Path) -> None:

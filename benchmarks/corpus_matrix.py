@@ -10,8 +10,8 @@ seconds, the bundle's bytes, and an independent check: the bundle run on this ho
 model.onnx in onnxruntime) beside onnxruntime on the source model, on an input of the recipe the build never saw
 (seed 2), whose cosine must also reach the profile's tolerance (widened, as the build widens it, by the two
 executors' own disagreement on the fp32 source where the build measured one: `fidelity.noise_floor`). A cell that
-fails gives the build's one-paragraph reason. `--samples` runs the sample models instead of the corpus, pinned to their feeds' shapes. Results:
-`corpus_matrix.json` and `corpus_matrix.md` in --out.
+fails gives the build's one-paragraph reason. `--samples` runs the sample models instead of the corpus, pinned to
+their feeds' shapes. Results: `corpus_matrix.json` and `corpus_matrix.md` in --out.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...embedded.c_api import c_identifier
+from ...embedded.c_api import Port, c_identifier
 from ..swift_api import type_name, words
 from .templates import render
 
@@ -24,21 +24,12 @@ ELEMENTS = {"float32": ("float", "Float"), "int32": ("int", "Int"), "int64": ("l
 
 
 @dataclass(frozen=True)
-class JavaPort:
-    name: str
-    """The ONNX name."""
-    ident: str
-    """A lowerCamelCase Java identifier, unique among the model's inputs and outputs."""
-    dtype: str
-    shape: tuple[int, ...]
+class JavaPort(Port):
+    """A model input or output, its `ident` a lowerCamelCase Java identifier unique among the inputs and outputs."""
 
     @property
     def count(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def bytes(self) -> int:
-        return self.count * np.dtype(self.dtype).itemsize
 
     @property
     def element(self) -> str:

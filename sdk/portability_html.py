@@ -3,6 +3,7 @@ latency, placement and bytes. No script, no external file: it opens from disk or
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
@@ -126,14 +127,16 @@ def bar_rect(index: int, start: float, width: float, colour: str, tip: str) -> s
 
 
 def _latency_plot(rows: list[dict[str, Any]]) -> str:
-    timed = [r for r in rows if r["latency"] and r["latency"]["p50_ms"] is not None]
-    top = max((r["latency"]["p50_ms"] for r in timed), default=1.0) or 1.0
+    """p50 bars on a log scale: emulated times are tens of times the native ones, which a linear scale would hide."""
+    timed = [r["latency"]["p50_ms"] for r in rows if r["latency"] and r["latency"]["p50_ms"]]
+    low, top = min(timed, default=1.0) / 4, max(timed, default=1.0)
+    span = math.log(top / low) or 1.0
     body = []
     for index, row in enumerate(rows):
         body.append(row_label(index, row["profile"]))
         latency = row["latency"]
-        if latency and latency["p50_ms"] is not None:
-            width = BAR_WIDTH * latency["p50_ms"] / top
+        if latency and latency["p50_ms"]:
+            width = BAR_WIDTH * math.log(latency["p50_ms"] / low) / span
             colour = EMULATED_COLOUR if latency["emulated"] else LATENCY_COLOUR
             body.append(bar_rect(index, 0, width, colour, latency["engine"]))
             body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
@@ -141,7 +144,7 @@ def _latency_plot(rows: list[dict[str, Any]]) -> str:
         else:
             body.append(f"<text x=\"{LABEL_WIDTH + 4}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\" "
                         f"fill=\"#888\">not timed</text>")
-    return svg_figure("Latency on this host (p50)", "latency-plot", body, len(rows),
+    return svg_figure("Latency on this host (p50, log scale)", "latency-plot", body, len(rows),
                 [("native", LATENCY_COLOUR), ("emulated", EMULATED_COLOUR)])
 
 

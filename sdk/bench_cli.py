@@ -12,7 +12,10 @@ from rich.markup import escape
 
 from edgepack.runtime.errors import EdgepackError
 
-from .cli import DEVICE_RUNS, HOST_RUNS, stdout
+from .console import stdout
+
+HOST_RUNS = 50
+DEVICE_RUNS = 5
 
 
 def run_bench(args: argparse.Namespace) -> int:

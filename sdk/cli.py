@@ -16,12 +16,9 @@ from rich.table import Table
 
 from edgepack.runtime.errors import EdgepackError
 
+from .bench_cli import DEVICE_RUNS, HOST_RUNS, run_bench
+from .console import stderr, stdout
 from .manifest import describe_quantization
-
-HOST_RUNS = 50
-DEVICE_RUNS = 5
-stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True, soft_wrap=True)
 
 
 class RichReporter:
@@ -258,12 +255,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench_cli import run_bench
-
-    return run_bench(args)
-
-
 def cmd_profiles(args: argparse.Namespace) -> int:
     from .build_checks import target_available
     from .profile import builtin_names, load_profile
@@ -408,7 +399,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--html", metavar="FILE", help="with --device host, ssh://... or adb, or with `compare`: also "
                                                   "write a self-contained HTML report (table and plots)")
     n.add_argument("--json", action="store_true", help="print the figures as JSON")
-    n.set_defaults(func=cmd_bench)
+    n.set_defaults(func=run_bench)
 
     p = commands.add_parser("profiles", help="list the built-in device profiles")
     p.add_argument("--json", action="store_true", help="print JSON")

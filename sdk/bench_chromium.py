@@ -6,7 +6,7 @@ bundle's source model. With `--compare onnxruntime-web`, the source model also r
 
 A web bundle ships `.epk` plans, not an ONNX graph, so the oracle runs on the source model: `--source PATH`, or the
 file the manifest names (matched by sha256) beside the bundle or in the edgepack sample cache. With fp32 weights the
-outputs must be within bench_qemu's TOLERANCE of each output's scale; with fp16 or int8 weights the bundle differs
+outputs must be within bench_device's TOLERANCE of each output's scale; with fp16 or int8 weights the bundle differs
 from its fp32 source by design, and the bar is the cosine the build's fidelity check held it to (the profile's)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import onnx
 from edgepack.runtime.bundle_format import read_manifest, sha256_file
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_qemu import TOLERANCE
+from .bench_device import TOLERANCE
 from .input_files import check_names
 from .sample_inputs import dims_of, sample_feeds
 

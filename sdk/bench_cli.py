@@ -38,8 +38,9 @@ def bench_command(args: argparse.Namespace) -> int:
     if args.results:
         raise EdgepackError(f"unexpected arguments after the model: {' '.join(args.results)}", where="bench",
                             fix="pass one model or bundle, or `edgepack bench compare A.json B.json ...`")
-    if args.html and args.device in (None, "chromium", "qemu-arm64"):
-        raise EdgepackError("--html writes the report of a device bench (--device host, ssh://... or adb) or of "
+    if args.html and args.device in (None, "chromium"):
+        raise EdgepackError("--html writes the report of a device bench (--device host, qemu-arm64, ssh://... or "
+                            "adb) or of "
                             "`bench compare`", where="--html", fix="add such a --device, or leave out --html")
     if args.device:
         return cmd_bench_device(args)
@@ -59,20 +60,12 @@ def bench_command(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_device(args: argparse.Namespace) -> int:
-    from .bench_qemu import bench_on_device, summary_lines
-    from .input_files import load_inputs
-    from .sample_inputs import parse_dims
-
     if args.device == "chromium":
         return cmd_bench_chromium(args)
     if args.provider or args.compare:
         raise EdgepackError("--device runs the bundle's own C library: --provider and --compare do not apply",
                             where="--device", fix="leave out --provider and --compare")
-    if args.device != "qemu-arm64":
-        return cmd_bench_library(args)
-    report = bench_on_device(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs,
-                             load_inputs(args.input or []), parse_dims(args.dim or []))
-    return print_device_report(report, summary_lines(report), args.json)
+    return cmd_bench_library(args)
 
 
 def cmd_bench_library(args: argparse.Namespace) -> int:

@@ -19,17 +19,40 @@ import numpy as np
 from edgepack.runtime.bundle_format import read_manifest, sha256_file
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_qemu import TOLERANCE, OutputCheck, check_output
 from .devices import Device, DeviceFacts, open_device
 from .input_files import check_names
 from .sample_inputs import dims_of, sample_feeds
 
 SCHEMA = "edgepack-bench/1"
+TOLERANCE = 1e-4
+"""Largest allowed max abs diff from `reference`, relative to the output's scale (its largest magnitude, at least
+1)."""
 MAX_RUNS = 1024
 """The example's limit for one call (its --repeat)."""
 TRIM = 0.1
 """The share of runs cut from each end for the trimmed mean."""
-EMULATED_NOTE = "emulated: these timings are an emulator's, not the speed of any device"
+EMULATED_NOTE = ("emulated under qemu-aarch64: these timings are not the speed of an ARM64 device (emulation is "
+                 "several times slower than a board and does not show NEON's gain)")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    name: str
+    shape: list[int]
+    max_abs_diff: float
+    scale: float
+    """max(1, largest magnitude of the reference output): the diff is judged relative to it."""
+    passed: bool
+
+
+def check_output(name: str, expected: np.ndarray, actual: np.ndarray) -> OutputCheck:
+    """`actual` against `expected`: max abs diff over the output's scale, within TOLERANCE."""
+    if expected.shape != actual.shape:
+        return OutputCheck(name, list(actual.shape), float("inf"), 1.0, False)
+    a, b = np.asarray(expected, np.float64), np.asarray(actual, np.float64)
+    diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+    scale = max(1.0, float(np.max(np.abs(a)))) if a.size else 1.0
+    return OutputCheck(name, list(actual.shape), diff, scale, bool(diff <= TOLERANCE * scale))
 
 
 @dataclass(frozen=True)
@@ -70,7 +93,15 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     generated = sample_feeds([s for s in oracle.inputs if s.name not in given], seed,
                              {**dims_of(oracle.inputs, given), **(dims or {})})
     chosen = {s.name: given[s.name] if s.name in given else generated[s.name] for s in oracle.inputs}
-    expected = oracle.run(chosen)
+    try:
+        expected = oracle.run(chosen)
+    except EdgepackError:
+        raise
+    except Exception as error:  # noqa: BLE001  (the model itself rejects these inputs)
+        raise EdgepackError(f"the bundle's graph fails on these inputs on reference: {type(error).__name__}: "
+                            f"{error}", where=str(bundle),
+                            fix="give real inputs with --input NAME=FILE.npy (silero-vad's sr must be 8000 or 16000)"
+                            ) from error
     with tempfile.TemporaryDirectory(prefix="edgepack-bench-") as tmp:
         local = Path(tmp)
         binary = build_example(library, local / "build", native=_native(facts))

@@ -63,12 +63,12 @@ def in_chromium(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
 def under_qemu(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
     from edgepack.runtime.native.emulated import qemu
 
-    from .bench_qemu import bench_on_device
+    from .bench_device import bench_library
 
     if qemu() is None:
         return Latency("qemu-aarch64", None, 0, not_timed="qemu-aarch64 is not installed (apt-get install qemu-user)")
-    report = bench_on_device(bundle, "qemu-arm64", runs=runs, feeds=feeds)
-    return Latency("qemu-aarch64 (emulated, not a device's speed)", report.emulated_median_ms, runs, emulated=True)
+    result = bench_library(bundle, "qemu-arm64", runs=runs, warmup=0, feeds=feeds)
+    return Latency("qemu-aarch64 (emulated, not a device's speed)", result["latency_ms"]["p50"], runs, emulated=True)
 
 
 def plan_under_qemu(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:

@@ -1,17 +1,18 @@
 """`edgepack bench BUNDLE --device qemu-arm64`: builds the bundle's example, runs it under qemu-aarch64, checks its
-outputs against `reference` and says that emulated timings are not device speed."""
+outputs against `reference`, says that emulated timings are not device speed, and prints the bench schema's JSON."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
 import edgepack
 from edgepack import samples
-from edgepack.bench_qemu import check_output
+from edgepack.bench_device import check_output
 
 from .library_builds import LibraryBuilds
 
@@ -20,11 +21,14 @@ def test_bench_reports_correctness_and_emulated_timing_as_json(builds: LibraryBu
     result = cli("bench", builds.bundle("tiny-transformer"), "--device", "qemu-arm64", "--runs", "3", "--json")
     assert result.code == 0, result.err
     report = json.loads(result.out)
-    assert report["device"] == "qemu-arm64" and report["runs"] == 3
-    assert report["passed"] is True
-    assert [o["name"] for o in report["outputs"]] == builds.library("tiny-transformer").outputs
-    assert all(o["max_abs_diff"] <= 1e-4 * o["scale"] for o in report["outputs"])
-    assert report["emulated_median_ms"] > 0
+    jsonschema.validate(report, json.loads((Path(__file__).parents[3] / "docs" / "bench.schema.json").read_text()))
+    assert report["device"]["spec"] == "qemu-arm64" and report["device"]["arch"] == "aarch64"
+    assert report["runs"] == 3 and report["emulated"] is True and report["device"]["emulated"] is True
+    assert report["fidelity"]["passed"] is True
+    outputs = report["fidelity"]["outputs"]
+    assert [o["name"] for o in outputs] == builds.library("tiny-transformer").outputs
+    assert all(o["max_abs_diff"] <= 1e-4 * o["scale"] for o in outputs)
+    assert report["latency_ms"]["p50"] > 0
     assert "not the speed" in report["note"]
     assert report["inputs"][0]["from"] == "generated"
 
@@ -38,7 +42,7 @@ def test_bench_prints_a_verdict_and_the_emulation_warning(builds: LibraryBuilds,
     text = " ".join(result.out.split())
     assert "correctness: PASS" in text
     assert "sr int64[] (file)" in text
-    assert "(not device speed)" in text and "not the speed of an ARM64 device" in text
+    assert "on qemu-arm64 (emulated)" in text and "not the speed of an ARM64 device" in text
 
 
 def test_bench_device_refuses_a_bundle_that_is_not_a_c_library(cli, tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ static int read_inputs(char **paths, npy_array *arrays) {
     return 0;
 }
 
-static int run_timed(@MODEL@ *model, const npy_array *arrays, int repeat) {
+static int run_timed(@MODEL@ *model, const npy_array *arrays, int repeat, int timed) {
     static double times[1024];
     for (int r = 0; r < repeat; r++) {
         for (size_t i = 0; i < @PREFIX@_INPUT_COUNT; i++)
@@ -73,7 +73,7 @@ static int run_timed(@MODEL@ *model, const npy_array *arrays, int repeat) {
             return 4;
         }
     }
-    if (repeat > 1) {
+    if (timed) {
         printf("run_ms");
         for (int r = 0; r < repeat; r++) printf(" %.6f", times[r]);
         printf("\n");
@@ -102,10 +102,11 @@ static int write_outputs(const @MODEL@ *model, const char *out_dir) {
 }
 
 int main(int argc, char **argv) {
-    int first_input = 3, repeat = 1;
+    int first_input = 3, repeat = 1, timed = 0;
     if (argc > 4 && strcmp(argv[3], "--repeat") == 0) {
         repeat = atoi(argv[4]);
         first_input = 5;
+        timed = 1;
     }
     if (argc - first_input != @PREFIX@_INPUT_COUNT || repeat < 1 || repeat > 1024) {
         fprintf(stderr, "usage: %s PLAN.epk OUT_DIR [--repeat 1-1024] INPUT.npy... (%d inputs: @INPUT_NAMES@)\n",
@@ -125,13 +126,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "@MODEL@_example: %s: %s\n", ep_status_name(status), error);
         return 3;
     }
-    if (repeat > 1) printf("load_ms %.6f\n", now_ms() - load_started);
+    if (timed) printf("load_ms %.6f\n", now_ms() - load_started);
     npy_array arrays[@PREFIX@_INPUT_COUNT + 1];
     memset(arrays, 0, sizeof arrays);
     int code = read_inputs(argv + first_input, arrays);
-    if (!code) code = run_timed(model, arrays, repeat);
+    if (!code) code = run_timed(model, arrays, repeat, timed);
     if (!code) code = write_outputs(model, argv[2]);
-    if (!code && repeat > 1) printf("peak_rss_kb %ld\n", peak_rss_kb());
+    if (!code && timed) printf("peak_rss_kb %ld\n", peak_rss_kb());
     for (size_t i = 0; i < @PREFIX@_INPUT_COUNT; i++) free(arrays[i].data);
     @MODEL@_destroy(model);
     return code;

@@ -4,6 +4,7 @@ XCTest and README that name the inputs and outputs."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,25 +58,32 @@ def type_name(name: str) -> str:
     return f"Model{joined}" if joined[0].isdigit() else joined
 
 
-def member_name(name: str) -> str:
+def member_name(name: str, keywords: frozenset[str] = SWIFT_KEYWORDS) -> str:
     """lowerCamelCase: `softmax_0.tmp_0` -> `softmax0Tmp0`; keywords and leading digits get `value` before them."""
     parts = words(name) or ["value"]
     joined = parts[0][:1].lower() + parts[0][1:] + "".join(w[:1].upper() + w[1:] for w in parts[1:])
-    return f"value{joined[:1].upper()}{joined[1:]}" if joined[0].isdigit() or joined in SWIFT_KEYWORDS else joined
+    return f"value{joined[:1].upper()}{joined[1:]}" if joined[0].isdigit() or joined in keywords else joined
+
+
+def unique_identifiers(names: list[str], identifier: Callable[[str], str], reserved: frozenset[str] = frozenset()
+                       ) -> list[str]:
+    """`identifier` of each name, with a number after those already taken (or in `reserved`)."""
+    taken, made = set(reserved), []
+    for name in names:
+        ident = base = identifier(name)
+        suffix = 2
+        while ident in taken:
+            ident, suffix = f"{base}{suffix}", suffix + 1
+        taken.add(ident)
+        made.append(ident)
+    return made
 
 
 def swift_ports(values: list[tuple[str, str, tuple[int, ...]]], reserved: frozenset[str] = frozenset()
                 ) -> list[SwiftPort]:
     """(name, dtype, shape) as ports with unique identifiers (none in `reserved`)."""
-    taken, ports = set(reserved), []
-    for name, dtype, shape in values:
-        ident = base = member_name(name)
-        suffix = 2
-        while ident in taken:
-            ident, suffix = f"{base}{suffix}", suffix + 1
-        taken.add(ident)
-        ports.append(SwiftPort(name, ident, dtype, shape))
-    return ports
+    idents = unique_identifiers([name for name, _, _ in values], member_name, reserved)
+    return [SwiftPort(name, ident, dtype, shape) for (name, dtype, shape), ident in zip(values, idents)]
 
 
 def swift_string(text: str) -> str:

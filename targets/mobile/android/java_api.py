@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...embedded.c_api import Port, c_identifier
-from ..swift_api import type_name, words
+from ..swift_api import member_name as swift_member_name
+from ..swift_api import type_name, unique_identifiers
 from .templates import render
 
 JAVA_KEYWORDS = frozenset(
@@ -65,23 +66,15 @@ def class_name(model: str) -> str:
 
 def member_name(name: str) -> str:
     """lowerCamelCase of the name's ASCII words; keywords and leading digits get `value` before them."""
-    parts = words(c_identifier(name)) or ["value"]
-    joined = parts[0][:1].lower() + parts[0][1:] + "".join(w[:1].upper() + w[1:] for w in parts[1:])
-    return f"value{joined[:1].upper()}{joined[1:]}" if joined[0].isdigit() or joined in JAVA_KEYWORDS else joined
+    return swift_member_name(c_identifier(name), JAVA_KEYWORDS)
 
 
 def java_ports(inputs: list[tuple[str, str, tuple[int, ...]]], outputs: list[tuple[str, str, tuple[int, ...]]]
                ) -> tuple[list[JavaPort], list[JavaPort]]:
     """(name, dtype, shape) of inputs and outputs as ports whose identifiers are unique across both."""
-    taken: set[str] = set()
-    made = []
-    for name, dtype, shape in [*inputs, *outputs]:
-        ident = base = member_name(name)
-        suffix = 2
-        while ident in taken:
-            ident, suffix = f"{base}{suffix}", suffix + 1
-        taken.add(ident)
-        made.append(JavaPort(name, ident, dtype, shape))
+    values = [*inputs, *outputs]
+    idents = unique_identifiers([name for name, _, _ in values], member_name)
+    made = [JavaPort(name, ident, dtype, shape) for (name, dtype, shape), ident in zip(values, idents)]
     return made[:len(inputs)], made[len(inputs):]
 
 

@@ -79,7 +79,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     """Benchmarks a C library bundle's example on `device` (`warmup` untimed runs, then `runs` timed) and returns
     the result as the bench schema's dict."""
     from edgepack.runtime import Session
-    from edgepack.targets.embedded.example_run import build_example, output_file, read_library
+    from edgepack.targets.embedded.example_run import build_example, read_library
 
     if runs < 1 or warmup < 0 or runs + warmup > MAX_RUNS:
         raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}",
@@ -105,7 +105,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     with tempfile.TemporaryDirectory(prefix="edgepack-bench-") as tmp:
         local = Path(tmp)
         binary = build_example(library, local / "build", native=_native(facts))
-        printed, outputs = _run_there(target, library, binary, chosen, runs + warmup, local, output_file)
+        printed, outputs = _run_there(target, library, binary, chosen, runs + warmup, local)
     times = [float(t) for t in _field(printed, "run_ms", device).split()]
     checks = [check_output(name, np.asarray(value), outputs[name]) for name, value in expected.items()]
     peak_kb = float(_field(printed, "peak_rss_kb", device))
@@ -130,9 +130,11 @@ def _native(facts: DeviceFacts) -> bool:
                         f"{platform.machine()} device, or build the bundle's Makefile on the device")
 
 
-def _run_there(device: Device, library: Any, binary: Path, feeds: dict[str, np.ndarray], repeat: int, local: Path,
-               output_file: Any) -> tuple[str, dict[str, np.ndarray]]:
+def _run_there(device: Device, library: Any, binary: Path, feeds: dict[str, np.ndarray], repeat: int, local: Path
+               ) -> tuple[str, dict[str, np.ndarray]]:
     """Pushes the example, the plan and the inputs, runs `repeat` times, pulls the outputs."""
+    from edgepack.targets.embedded.example_run import output_file
+
     with device.workspace() as folder:
         device.push(binary, f"{folder}/example")
         device.push(library.plan, f"{folder}/plan.epk")

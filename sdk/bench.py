@@ -132,6 +132,14 @@ def bench(model: str | Path, provider: str | None = None, runs: int = 50, warmup
                        rss_method, max_diff)
 
 
+def onnxruntime_figures(source: Path, feeds: Mapping[str, np.ndarray], runs: int, warmup: int = 1,
+                        threads: int = 1) -> EngineFigures:
+    """onnxruntime (all graph optimizations, `threads` intra-op threads) on the .onnx `source` with `feeds`."""
+    figures, _, _ = _measure("onnxruntime", lambda: _load_onnxruntime(source, threads),
+                             lambda engine: _peer_feeds(engine, dict(feeds)), runs, warmup)
+    return figures
+
+
 def _measure(name: str, load: Callable[[], _Engine], feeds_for: Callable[[_Engine], Feeds], runs: int,
              warmup: int) -> tuple[EngineFigures, Feeds, str]:
     gc.collect()

@@ -327,7 +327,7 @@ def chosen_inputs(manifest: dict[str, Any], feeds: Mapping[str, np.ndarray] | No
     chosen = {}
     for spec in specs:
         value = np.asarray(given[spec.name]) if spec.name in given else generated[spec.name]
-        chosen[spec.name] = np.ascontiguousarray(value.astype(np.dtype(spec.dtype), copy=False))
+        chosen[spec.name] = np.require(value.astype(np.dtype(spec.dtype), copy=False), requirements="C")
         fixed = spec.shape is not None and len(spec.shape) == value.ndim and all(
             not isinstance(d, int) or d == n for d, n in zip(spec.shape, value.shape))
         if not fixed:

@@ -118,7 +118,8 @@ def profile_list(values: list[str]) -> list[str]:
 def build_each(args: argparse.Namespace, profiles: list[str], options: dict[str, Any]) -> int:
     """Builds the model for each profile in one run (a failing profile stops none) and writes the portability report
     beside the bundles. Exit code 2 when any profile failed or missed its fidelity."""
-    from .portability import REPORT_HTML, REPORT_JSON, build_all
+    from .portability import REPORT_HTML, REPORT_JSON, build_all, latency_line
+    from .portability_html import peer_ratio
 
     if args.json:
         report = build_all(args.model, profiles, args.output, latency=not args.no_timing, **options)
@@ -129,16 +130,21 @@ def build_each(args: argparse.Namespace, profiles: list[str], options: dict[str,
                                **options)
         table = Table(title=f"edgepack build: {Path(args.model).name} for {len(profiles)} profiles",
                       title_justify="left")
-        for column in ("profile", "result", "latency p50", "bundle, or why not"):
+        for column in ("profile", "result", "latency p50", "vs onnxruntime", "bundle, or why not"):
             table.add_column(column)
+        peer = report.peer.as_dict() if report.peer else None
         for outcome in report.outcomes:
             result = ("[green]built[/]" if outcome.passed else "[red]below tolerance[/]" if outcome.built
                       else "[red]failed[/]")
             latency = outcome.latency
             timed = ("" if latency is None else "not timed" if latency.p50_ms is None else
                      f"{latency.p50_ms:.3g} ms" + (" (emulated)" if latency.emulated else ""))
-            table.add_row(outcome.profile, result, timed, escape(outcome.bundle or outcome.error or ""))
+            table.add_row(outcome.profile, result, timed,
+                          peer_ratio(latency.as_dict() if latency else None, peer),
+                          escape(outcome.bundle or outcome.error or ""))
         stdout.print(table)
+        if report.peer:
+            stdout.print(escape(f"peer: {latency_line(report.peer)}"))
         stdout.print(f"portability score: [bold]{report.score:.0%}[/] of {len(profiles)} profiles; report: "
                      f"{escape(str(Path(args.output) / REPORT_HTML))} and {REPORT_JSON}")
     return 0 if all(outcome.passed for outcome in report.outcomes) else 2

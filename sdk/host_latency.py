@@ -91,6 +91,22 @@ def not_here(bundle: Path, source: Path, feeds: Feeds, runs: int) -> Latency:
                                                  "tests on a Mac or an iPhone")
 
 
+def peer_latency(source: Path, feeds: Feeds, runs: int = RUNS) -> Latency:
+    """onnxruntime on the source model on this host, one thread, on the same feeds: the peer beside the bundles."""
+    from .bench import onnxruntime_figures
+
+    try:
+        import onnxruntime
+    except ImportError:
+        return Latency("onnxruntime", None, 0, not_timed="onnxruntime is not installed (pip install onnxruntime)")
+    try:
+        figures = onnxruntime_figures(source, feeds, runs)
+    except EdgepackError as error:
+        return Latency("onnxruntime", None, 0, not_timed=error.paragraph())
+    return Latency(f"this host, onnxruntime {onnxruntime.__version__} on the source model, 1 thread", figures.p50_ms,
+                   runs)
+
+
 TIMERS: dict[str, Callable[[Path, Path, Feeds, int], Latency]] = {
     "generic": on_cpu, "openvino": on_openvino, "web": in_chromium, "embedded": under_qemu, "ios": not_here,
     "android": plan_under_qemu}

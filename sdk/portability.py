@@ -16,7 +16,7 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.samples.atomic import write_bytes_atomically
 
 from .build import BuildResult, build
-from .host_latency import Latency, host_latency
+from .host_latency import Latency, host_latency, peer_latency
 from .profile import load_profile
 from .report import Reporter, SilentReporter
 from .shared_work import SharedWork
@@ -54,6 +54,8 @@ class ProfileOutcome:
 class PortabilityReport:
     model: str
     outcomes: list[ProfileOutcome]
+    peer: Latency | None = None
+    """onnxruntime on the source model on this host, on the same inputs as the bundles' timings."""
 
     @property
     def score(self) -> float:
@@ -62,6 +64,7 @@ class PortabilityReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "model": self.model, "score": round(self.score, 4),
+                "peer": self.peer.as_dict() if self.peer else None,
                 "profiles": [o.as_dict() for o in self.outcomes]}
 
 
@@ -90,7 +93,7 @@ def build_all(model: str | Path, profiles: Sequence[str], output_dir: str | Path
     host unless `latency` is False, and write `report.json` and `report.html` there. `options` are `build`'s."""
     progress = reporter or SilentReporter()
     shared = SharedWork()
-    outcomes = []
+    outcomes, sample = [], None
     for name in profiles:
         start = time.perf_counter()
         target = _target_of(name)
@@ -105,9 +108,15 @@ def build_all(model: str | Path, profiles: Sequence[str], output_dir: str | Path
             progress.start(f"{name}: time", "on this host")
             timed = time.perf_counter()
             outcome.latency = host_latency(result.report.target, result.bundle_dir, Path(model), result.sample)
-            progress.finish(f"{name}: time", time.perf_counter() - timed, _latency_line(outcome.latency))
+            progress.finish(f"{name}: time", time.perf_counter() - timed, latency_line(outcome.latency))
+            sample = sample or result.sample
         outcomes.append(outcome)
     report = PortabilityReport(str(model), outcomes)
+    if sample is not None:
+        progress.start("peer: time", "onnxruntime on the source model")
+        timed = time.perf_counter()
+        report.peer = peer_latency(Path(model), sample)
+        progress.finish("peer: time", time.perf_counter() - timed, latency_line(report.peer))
     write_report(report, Path(output_dir))
     return report
 
@@ -207,7 +216,7 @@ def _lost(result: BuildResult) -> list[str]:
     return lost
 
 
-def _latency_line(latency: Latency) -> str:
+def latency_line(latency: Latency) -> str:
     if latency.p50_ms is None:
         return f"not timed: {latency.not_timed}"
     return f"p50 {latency.p50_ms:.3g} ms over {latency.runs} runs, {latency.engine}"

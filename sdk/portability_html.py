@@ -12,6 +12,7 @@ PROVIDER_COLOURS = {"reference": "#7f7f7f", "onnx": "#7f7f7f", "cpu": "#1f77b4",
 OTHER_COLOUR = "#8c564b"
 LATENCY_COLOUR = "#1f77b4"
 EMULATED_COLOUR = "#aec7e8"
+PEER_COLOUR = "#fdae6b"
 BYTES_COLOURS = {"model": "#17becf", "runtime": "#bcbd22"}
 BAR_WIDTH = 420
 ROW_HEIGHT = 26
@@ -31,38 +32,67 @@ th { background: #f0f0f0; }
 
 
 def render(report: dict[str, Any]) -> str:
+    return _page(f"edgepack portability: {_name(report['model'])}", [_section(report, "h1")])
+
+
+def render_many(reports: list[dict[str, Any]], unavailable: dict[str, str]) -> str:
+    """Several models' portability on one page: an overview of the scores, then each model's section;
+    `unavailable` names the profiles this version could not build here, with the reason."""
+    rows = "".join(f"<tr><td><a href=\"#{_anchor(r['model'])}\">{escape(_name(r['model']))}</a></td>"
+                   f"<td>{r['score']:.0%}</td><td>{sum(p['passed'] for p in r['profiles'])} of {len(r['profiles'])}"
+                   f"</td></tr>" for r in reports)
+    missing = "".join(f"<li>{escape(name)}: {escape(reason)}</li>" for name, reason in unavailable.items())
+    overview = "\n".join([
+        f"<h1>edgepack: {len(reports)} models for every profile</h1>",
+        "<table id=\"overview\"><thead><tr><th>model</th><th>portability score</th><th>profiles within "
+        f"tolerance</th></tr></thead><tbody>{rows}</tbody></table>",
+        f"<p>Profiles not available here:</p><ul>{missing}</ul>" if missing else ""])
+    return _page("edgepack: portability of every model", [overview, *(_section(r, "h2") for r in reports)])
+
+
+def _page(title: str, sections: list[str]) -> str:
+    return "\n".join([
+        "<!doctype html>", "<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\">",
+        f"<title>{escape(title)}</title>", f"<style>{STYLE}</style>", "</head><body>", *sections,
+        "<p class=\"note\">Latency: median over a few runs on the machine that built the report, one thread; "
+        "emulated timings (qemu) are not a device's speed. FLOPs are estimated from the graph's shapes.</p>",
+        "</body></html>", ""])
+
+
+def _section(report: dict[str, Any], heading: str) -> str:
+    """One model's score, table of profiles and plots; the plots' ids are unique per model on a page of several."""
     rows = report["profiles"]
     built = sum(r["built"] for r in rows)
     passed = sum(r["passed"] for r in rows)
+    suffix = "" if heading == "h1" else f"-{_anchor(report['model'])}"
     return "\n".join([
-        "<!doctype html>", "<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\">",
-        f"<title>edgepack portability: {escape(_name(report['model']))}</title>", f"<style>{STYLE}</style>",
-        "</head><body>",
-        f"<h1>Portability of {escape(_name(report['model']))}</h1>",
-        f"<p><span class=\"score\" id=\"score\">{report['score']:.0%}</span> of {len(rows)} profiles built and met "
-        f"their fidelity ({built} built, {passed} within tolerance).</p>",
-        "<h2>Profiles</h2>", _table(rows),
-        "<h2>Plots</h2>", "<div class=\"plots\">",
-        _latency_plot(rows), _placement_plot(rows), _bytes_plot(rows), "</div>",
-        "<p class=\"note\">Latency: median over a few runs on the machine that built the report; emulated timings "
-        "(qemu) are not a device's speed. FLOPs are estimated from the graph's shapes.</p>",
-        "</body></html>", ""])
+        f"<section id=\"{_anchor(report['model'])}\">",
+        f"<{heading}>Portability of {escape(_name(report['model']))}</{heading}>",
+        f"<p><span class=\"score\" id=\"score{suffix}\">{report['score']:.0%}</span> of {len(rows)} profiles built "
+        f"and met their fidelity ({built} built, {passed} within tolerance).</p>",
+        _table(rows, report.get("peer"), suffix), "<div class=\"plots\">",
+        _latency_plot(rows, report.get("peer"), suffix), _placement_plot(rows, suffix), _bytes_plot(rows, suffix),
+        "</div>", "</section>"])
+
+
+def _anchor(model: str) -> str:
+    return "model-" + "".join(c if c.isalnum() else "-" for c in _name(model))
 
 
 def _name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(rows: list[dict[str, Any]], peer: dict[str, Any] | None, suffix: str) -> str:
     head = ("profile", "target", "result", "fidelity (worst output)", "bytes: model / runtime", "latency p50",
-            "placement", "changed in conversion, or why it failed")
-    lines = ["<table id=\"profiles\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
+            "vs onnxruntime", "placement", "changed in conversion, or why it failed")
+    lines = [f"<table id=\"profiles{suffix}\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
     for row in rows:
         result = ("<span class=\"ok\">built</span>" if row["passed"] else
                   "<span class=\"bad\">below tolerance</span>" if row["built"] else "<span class=\"bad\">failed</span>")
         cells = [escape(row["profile"]), escape(row["target"]), result, _fidelity(row["fidelity"]),
                  f"{row['bytes']['model']:,} / {row['bytes']['runtime']:,}" if row["bytes"] else "",
-                 _latency(row["latency"]), _placement(row["placement"]),
+                 _latency(row["latency"]), escape(peer_ratio(row["latency"], peer)), _placement(row["placement"]),
                  escape(row["error"]) if row["error"] else "<br>".join(escape(item) for item in row["lost"])]
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     lines.append("</tbody></table>")
@@ -92,6 +122,16 @@ def _latency(latency: dict[str, Any] | None) -> str:
     if latency["p50_ms"] is None:
         return f"not timed: {escape(latency['not_timed'] or '')}"
     return f"{latency['p50_ms']:.3g} ms<br><span class=\"note\">{escape(latency['engine'])}</span>"
+
+
+def peer_ratio(latency: dict[str, Any] | None, peer: dict[str, Any] | None) -> str:
+    """The bundle's p50 over onnxruntime's on the source model, as `0.85x`; `emulated` where the bundle's time is an
+    emulator's (no ratio to a native time means anything there)."""
+    if not latency or latency["p50_ms"] is None or not peer or peer["p50_ms"] is None:
+        return ""
+    if latency["emulated"]:
+        return "emulated"
+    return f"{latency['p50_ms'] / peer['p50_ms']:.2f}x"
 
 
 def _placement(placement: list[dict[str, Any]]) -> str:
@@ -126,8 +166,11 @@ def bar_rect(index: int, start: float, width: float, colour: str, tip: str) -> s
             f"fill=\"{colour}\"><title>{escape(tip)}</title></rect>")
 
 
-def _latency_plot(rows: list[dict[str, Any]]) -> str:
-    """p50 bars on a log scale: emulated times are tens of times the native ones, which a linear scale would hide."""
+def _latency_plot(rows: list[dict[str, Any]], peer: dict[str, Any] | None, suffix: str) -> str:
+    """p50 bars on a log scale: emulated times are tens of times the native ones, which a linear scale would hide.
+    The peer (onnxruntime on the source model) is the last row, in its own colour."""
+    if peer:
+        rows = [*rows, {"profile": "onnxruntime", "latency": {**peer, "peer": True}}]
     timed = [r["latency"]["p50_ms"] for r in rows if r["latency"] and r["latency"]["p50_ms"]]
     low, top = min(timed, default=1.0) / 4, max(timed, default=1.0)
     span = math.log(top / low) or 1.0
@@ -137,18 +180,19 @@ def _latency_plot(rows: list[dict[str, Any]]) -> str:
         latency = row["latency"]
         if latency and latency["p50_ms"]:
             width = BAR_WIDTH * math.log(latency["p50_ms"] / low) / span
-            colour = EMULATED_COLOUR if latency["emulated"] else LATENCY_COLOUR
+            colour = PEER_COLOUR if latency.get("peer") else EMULATED_COLOUR if latency["emulated"] else LATENCY_COLOUR
             body.append(bar_rect(index, 0, width, colour, latency["engine"]))
             body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
                         f"{latency['p50_ms']:.3g} ms</text>")
         else:
             body.append(f"<text x=\"{LABEL_WIDTH + 4}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\" "
                         f"fill=\"#888\">not timed</text>")
-    return svg_figure("Latency on this host (p50, log scale)", "latency-plot", body, len(rows),
-                [("native", LATENCY_COLOUR), ("emulated", EMULATED_COLOUR)])
+    legend = [("native", LATENCY_COLOUR), ("emulated", EMULATED_COLOUR)] + ([("onnxruntime", PEER_COLOUR)] if peer
+                                                                          else [])
+    return svg_figure("Latency on this host (p50, log scale)", f"latency-plot{suffix}", body, len(rows), legend)
 
 
-def _placement_plot(rows: list[dict[str, Any]]) -> str:
+def _placement_plot(rows: list[dict[str, Any]], suffix: str) -> str:
     body, seen = [], {}
     for index, row in enumerate(rows):
         body.append(row_label(index, row["profile"]))
@@ -161,11 +205,11 @@ def _placement_plot(rows: list[dict[str, Any]]) -> str:
             unit = "FLOPs" if by_flops else "nodes"
             body.append(bar_rect(index, start, BAR_WIDTH * share, colour, f"{part['provider']}: {share:.0%} of {unit}"))
             start += BAR_WIDTH * share
-    return svg_figure("Placement per provider (share of FLOPs, else of nodes)", "placement-plot", body, len(rows),
-                list(seen.items()))
+    return svg_figure("Placement per provider (share of FLOPs, else of nodes)", f"placement-plot{suffix}", body,
+                      len(rows), list(seen.items()))
 
 
-def _bytes_plot(rows: list[dict[str, Any]]) -> str:
+def _bytes_plot(rows: list[dict[str, Any]], suffix: str) -> str:
     top = max((r["bytes"]["bundle"] for r in rows if r["bytes"]), default=1) or 1
     body = []
     for index, row in enumerate(rows):
@@ -176,4 +220,5 @@ def _bytes_plot(rows: list[dict[str, Any]]) -> str:
                 width = BAR_WIDTH * row["bytes"][kind] / top
                 body.append(bar_rect(index, start, width, colour, f"{kind}: {row['bytes'][kind]:,} bytes"))
                 start += width
-    return svg_figure("Bundle bytes (model and runtime)", "bytes-plot", body, len(rows), list(BYTES_COLOURS.items()))
+    return svg_figure("Bundle bytes (model and runtime)", f"bytes-plot{suffix}", body, len(rows),
+                      list(BYTES_COLOURS.items()))

@@ -12,6 +12,7 @@ import pytest
 
 import edgepack
 from edgepack import samples
+from edgepack.bench_chromium import chosen_inputs
 from edgepack.runtime.native.build import cache_root
 from edgepack.targets.web.chromium import missing
 
@@ -38,6 +39,15 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("web-bench")
     return {"tiny-cnn": web_bundle("tiny-cnn", root / "fp16"),
             "ppocr-cls": web_bundle("ppocr-cls", root / "fp32", weights="fp32")}
+
+
+def test_a_scalar_input_keeps_rank_zero() -> None:
+    """A 0-d input (tiny-if's use_relu) stays 0-d: np.ascontiguousarray would have made it [1], which the bundle's
+    graph refuses."""
+    manifest = {"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 8]},
+                           {"name": "use_relu", "dtype": "bool", "shape": []}]}
+    chosen, described = chosen_inputs(manifest, samples.feeds("tiny-if"), None, 0)
+    assert chosen["use_relu"].shape == () and described[1]["shape"] == []
 
 
 @needs_chromium

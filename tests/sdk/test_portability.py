@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 
 from edgepack import build, samples
 from edgepack.portability import build_all
+from edgepack.portability_html import PEER_COLOUR, render_many
 from edgepack.shared_work import SharedWork
 from edgepack.targets.web.chromium import Chromium, missing
 from tests.screenshot_colours import COUNT_COLOURS
@@ -56,6 +57,27 @@ def test_latency_says_where_it_was_measured(built: tuple[Path, dict]) -> None:
     assert emulation["verified_on"] == ["cpu"] and emulation["passed"] is True
     if missing() is None:
         assert "Chromium" in rows["web"]["latency"]["engine"] and rows["web"]["latency"]["p50_ms"] > 0
+
+
+def test_onnxruntime_on_the_source_model_is_timed_beside_the_bundles(built: tuple[Path, dict]) -> None:
+    """The peer runs the source model on the inputs the bundles were timed on; each native row gets its ratio."""
+    pytest.importorskip("onnxruntime")
+    folder, report = built
+    peer = report["peer"]
+    assert "onnxruntime" in peer["engine"] and "1 thread" in peer["engine"] and peer["p50_ms"] > 0
+    html = (folder / "report.html").read_text()
+    generic = next(row for row in report["profiles"] if row["profile"] == "generic")["latency"]["p50_ms"]
+    assert f"<td>{generic / peer['p50_ms']:.2f}x</td>" in html
+    assert html.count("<td>emulated</td>") == 2  # raspberry-pi and android: no ratio to a native time
+
+
+def test_a_page_of_several_models_keeps_every_plot_id_unique(built: tuple[Path, dict]) -> None:
+    report = built[1]
+    other = {**report, "model": "other/model.onnx"}
+    html = render_many([report, other], {"jetson": "no such target here"})
+    ids = [part.split('"', 1)[0] for part in html.split(' id="')[1:]]
+    assert len(ids) == len(set(ids)) and "latency-plot-model-tiny-cnn-onnx" in ids
+    assert html.count("<section ") == 2 and "jetson: no such target here" in html
 
 
 def test_what_the_conversion_changed_is_listed(built: tuple[Path, dict]) -> None:
@@ -128,7 +150,7 @@ def test_the_html_report_shows_the_table_and_plots_in_chromium(built: tuple[Path
 
 
 BAR_COLOURS = {"#2ca02c": "neon placement bar", "#6a3d9a": "openvino placement bar", "#e377c2": "coreml placement bar",
-               "#1f77b4": "native latency bars", "#17becf": "model bytes bars"}
+               "#1f77b4": "native latency bars", "#17becf": "model bytes bars", PEER_COLOUR: "onnxruntime's bar"}
 
 
 def test_every_bundle_s_manifest_follows_the_documented_schema(built: tuple[Path, dict]) -> None:

@@ -75,7 +75,7 @@ def cmd_bench_library(args: argparse.Namespace) -> int:
 
     result = bench_library(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs, args.warmup,
                            load_inputs(args.input or []), parse_dims(args.dim or []),
-                           identity=Path(args.identity) if args.identity else None)
+                           identity=Path(args.identity) if args.identity else None, profile_ops=not args.no_ops)
     if args.html:
         write_bench_html([result], Path(args.html))
     if args.json:

@@ -21,6 +21,7 @@ from edgepack.runtime.errors import EdgepackError
 
 from .devices import Device, DeviceFacts, open_device
 from .input_files import check_names
+from .op_profile import OpProfile, parse
 from .sample_inputs import dims_of, sample_feeds
 
 SCHEMA = "edgepack-bench/1"
@@ -31,6 +32,8 @@ MAX_RUNS = 1024
 """The example's limit for one call (its --repeat)."""
 TRIM = 0.1
 """The share of runs cut from each end for the trimmed mean."""
+OPS_RUNS = 10
+"""At most this many runs of the profiling build give the per-op times."""
 EMULATED_NOTE = ("emulated under qemu-aarch64: these timings are not the speed of an ARM64 device (emulation is "
                  "several times slower than a board and does not show NEON's gain)")
 
@@ -75,9 +78,10 @@ class LatencyFigures:
 
 def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int = 2,
                   feeds: Mapping[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None, seed: int = 0,
-                  identity: Path | None = None) -> dict[str, Any]:
+                  identity: Path | None = None, profile_ops: bool = True) -> dict[str, Any]:
     """Benchmarks a C library bundle's example on `device` (`warmup` untimed runs, then `runs` timed) and returns
-    the result as the bench schema's dict."""
+    the result as the bench schema's dict; with `profile_ops`, the profiling build of the core then times each op
+    on the same device and inputs (up to OPS_RUNS runs)."""
     from edgepack.runtime import Session
     from edgepack.targets.embedded.example_run import build_example, read_library
 
@@ -104,8 +108,13 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
                             ) from error
     with tempfile.TemporaryDirectory(prefix="edgepack-bench-") as tmp:
         local = Path(tmp)
-        binary = build_example(library, local / "build", native=_native(facts))
-        printed, outputs = _run_there(target, library, binary, chosen, runs + warmup, local)
+        native = _native(facts)
+        binary = build_example(library, local / "build", native=native)
+        ops_runs = min(runs, OPS_RUNS)
+        printed, outputs, profiled = _run_there(target, library, binary,
+                                                _profile_runner(native) if profile_ops else None, chosen,
+                                                runs + warmup, ops_runs, local)
+    ops = parse(profiled, device, facts.emulated, ops_runs) if profiled is not None else None
     times = [float(t) for t in _field(printed, "run_ms", device).split()]
     checks = [check_output(name, np.asarray(value), outputs[name]) for name, value in expected.items()]
     peak_kb = float(_field(printed, "peak_rss_kb", device))
@@ -115,7 +124,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
         peak_rss_mb=peak_kb / 1024 if peak_kb >= 0 else None,
         inputs=[{"name": n, "dtype": v.dtype.name, "shape": list(v.shape),
                  "from": "file" if n in given else "generated"} for n, v in chosen.items()],
-        checks=checks)
+        checks=checks, ops=ops)
 
 
 def _native(facts: DeviceFacts) -> bool:
@@ -130,9 +139,18 @@ def _native(facts: DeviceFacts) -> bool:
                         f"{platform.machine()} device, or build the bundle's Makefile on the device")
 
 
-def _run_there(device: Device, library: Any, binary: Path, feeds: dict[str, np.ndarray], repeat: int, local: Path
-               ) -> tuple[str, dict[str, np.ndarray]]:
-    """Pushes the example, the plan and the inputs, runs `repeat` times, pulls the outputs."""
+def _profile_runner(native: bool) -> Path:
+    """The profiling `ep_run` for the device: static, for its architecture's baseline."""
+    from edgepack.runtime.native.build import aarch64_runner, portable_profile_runner
+
+    return portable_profile_runner() if native else aarch64_runner(profile=True)
+
+
+def _run_there(device: Device, library: Any, binary: Path, profiler: Path | None, feeds: dict[str, np.ndarray],
+               repeat: int, profile_runs: int, local: Path) -> tuple[str, dict[str, np.ndarray], str | None]:
+    """Pushes the example, the plan and the inputs, runs `repeat` times, pulls the outputs; then, given the
+    `profiler` (the profiling ep_run), runs it `profile_runs` times on the same plan and inputs and returns what it
+    printed (the per-op times) too."""
     from edgepack.targets.embedded.example_run import output_file
 
     with device.workspace() as folder:
@@ -152,7 +170,16 @@ def _run_there(device: Device, library: Any, binary: Path, feeds: dict[str, np.n
         for name in library.outputs:
             device.pull(f"{folder}/{output_file(name)}", local / output_file(name))
             outputs[name] = np.load(local / output_file(name))
-    return proc.stdout, outputs
+        profiled = None
+        if profiler is not None:
+            device.push(profiler, f"{folder}/ep_run")
+            profiled = device.run([f"{folder}/ep_run", f"{folder}/plan.epk", folder, "--repeat",
+                                   str(profile_runs), *inputs])
+            if profiled.returncode != 0:
+                raise EdgepackError(f"the profiling run failed on {device.spec}: "
+                                    f"{(profiled.stderr or profiled.stdout).strip()[:800]}", where=device.spec,
+                                    fix="bench with --no-ops to leave out the per-op times")
+    return proc.stdout, outputs, profiled.stdout if profiled else None
 
 
 def _field(printed: str, key: str, device: str) -> str:
@@ -164,8 +191,8 @@ def _field(printed: str, key: str, device: str) -> str:
 
 
 def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, load_ms: float, times: list[float],
-                warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[OutputCheck]
-                ) -> dict[str, Any]:
+                warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[OutputCheck],
+                ops: OpProfile | None = None) -> dict[str, Any]:
     """One run's figures in the bench result schema: first run, then the runs after `warmup` ones."""
     manifest = read_manifest(bundle)
     timed = times[warmup:] if len(times) > warmup else times
@@ -188,6 +215,7 @@ def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, l
         "memory": {"peak_rss_mb": peak_rss_mb},
         "fidelity": {"against": "reference", "tolerance": TOLERANCE,
                      "outputs": [vars(check) for check in checks], "passed": all(c.passed for c in checks)},
+        "ops": ops.as_dict() if ops else None,
         "emulated": facts.emulated,
         "note": EMULATED_NOTE if facts.emulated else "",
     }
@@ -204,6 +232,8 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
              f"{result['runs']} runs after {result['warmup']} warm-up{label}: p50 {latency['p50']:.3f} ms, "
              f"p90 {latency['p90']:.3f}, p99 {latency['p99']:.3f}, mean {latency['mean']:.3f} "
              f"(std {latency['std']:.3f}, trimmed {latency['trimmed_mean']:.3f})"]
+    if result.get("ops"):
+        lines.append(ops_line(result["ops"]) + label)
     if result["memory"]["peak_rss_mb"] is not None:
         lines.append(f"peak resident memory: {result['memory']['peak_rss_mb']:.1f} MB")
     fidelity = result["fidelity"]
@@ -215,3 +245,13 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     if result["note"]:
         lines.append(result["note"])
     return lines
+
+
+def ops_line(ops: dict[str, Any], kinds: int = 5) -> str:
+    """The op kinds that take longest, with their share of the profiled run."""
+    by_kind = ops["by_kind"]
+    total = ops["run_ms"] or 1.0
+    top = ", ".join(f"{kind} {ms:.3g} ms ({ms / total:.0%})" for kind, ms in list(by_kind.items())[:kinds])
+    return (f"per op ({ops['runs']} profiled runs, {len(ops['ops'])} ops, their sum {ops['ops_ms']:.3g} ms of "
+            f"{ops['run_ms']:.3g} ms a run): {top}")
+

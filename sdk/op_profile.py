@@ -55,7 +55,7 @@ class OpProfile:
 
     def as_dict(self) -> dict:
         return {"device": self.device, "emulated": self.emulated, "runs": self.runs, "run_ms": self.run_ms,
-                "ops_ms": self.ops_ms, "ops": [vars(op) for op in self.ops]}
+                "ops_ms": self.ops_ms, "by_kind": self.by_kind(), "ops": [vars(op) for op in self.ops]}
 
 
 def profile_plan(plan: Path, feeds: dict[str, np.ndarray], runs: int = 10, device: str = "host") -> OpProfile:

@@ -4,6 +4,7 @@ latency, placement and bytes. No script, no external file: it opens from disk or
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -17,6 +18,8 @@ BYTES_COLOURS = {"model": "#17becf", "runtime": "#bcbd22"}
 BAR_WIDTH = 420
 ROW_HEIGHT = 26
 LABEL_WIDTH = 130
+LABEL_CHAR_WIDTH = 7
+"""About the width of a character of a 12 px label."""
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
@@ -86,7 +89,8 @@ def _name(path: str) -> str:
 def _table(rows: list[dict[str, Any]], peer: dict[str, Any] | None, suffix: str) -> str:
     head = ("profile", "target", "result", "fidelity (worst output)", "bytes: model / runtime", "latency p50",
             "vs onnxruntime", "placement", "changed in conversion, or why it failed")
-    lines = [f"<table id=\"profiles{suffix}\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
+    lines = [f"<table id=\"profiles{suffix}\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+             + "</tr></thead><tbody>"]
     for row in rows:
         result = ("<span class=\"ok\">built</span>" if row["passed"] else
                   "<span class=\"bad\">below tolerance</span>" if row["built"] else "<span class=\"bad\">failed</span>")
@@ -140,18 +144,22 @@ def _placement(placement: list[dict[str, Any]]) -> str:
                        for p in placement)
 
 
-def svg_figure(title: str, plot_id: str, body: list[str], rows: int, legend: list[tuple[str, str]] = ()) -> str:
+def svg_figure(title: str, plot_id: str, body: list[str], rows: int, legend: Sequence[tuple[str, str]] = (),
+               labels: Sequence[str] = ()) -> str:
+    """An SVG plot of `rows` rows drawn by `body`; `labels` (the rows' labels) widen it on the left where they are
+    longer than the label column."""
+    indent = max(0, LABEL_CHAR_WIDTH * max(map(len, labels), default=0) - (LABEL_WIDTH - 8))
     height = 30 + rows * ROW_HEIGHT + (24 if legend else 0)
-    width = LABEL_WIDTH + BAR_WIDTH + 90
+    width = indent + LABEL_WIDTH + BAR_WIDTH + 130
     parts = [f"<figure><figcaption>{escape(title)}</figcaption>",
              f"<svg id=\"{plot_id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" "
-             f"role=\"img\" aria-label=\"{escape(title)}\">", *body]
+             f"role=\"img\" aria-label=\"{escape(title)}\">", f"<g transform=\"translate({indent},0)\">", *body]
     x = LABEL_WIDTH
     for label, colour in legend:
         parts.append(f"<rect x=\"{x}\" y=\"{height - 18}\" width=\"12\" height=\"12\" fill=\"{colour}\"/>"
                      f"<text x=\"{x + 16}\" y=\"{height - 8}\" font-size=\"12\">{escape(label)}</text>")
         x += 24 + 8 * len(label)
-    parts.append("</svg></figure>")
+    parts.append("</g></svg></figure>")
     return "\n".join(parts)
 
 

@@ -106,18 +106,25 @@ def runner(sanitized: bool = False, profile: bool = False) -> Path:
 
 
 AARCH64_CC = "aarch64-linux-gnu-gcc"
-AARCH64 = ["-O3", "-ffp-contract=fast", "-static"]
+PORTABLE = ["-O3", "-ffp-contract=fast", "-static"]
+"""A runner for another machine: static, and for the architecture's baseline (no -march=native)."""
 
 
 def aarch64_runner(profile: bool = False) -> Path:
-    """`ep_run` cross-compiled for ARM64 (NEON through the vector extensions), static, to run under qemu-aarch64;
-    with `profile`, the profiling build."""
+    """`ep_run` cross-compiled for ARM64 (NEON through the vector extensions), static, to run under qemu-aarch64 or
+    on an ARM64 device; with `profile`, the profiling build."""
     if not shutil.which(AARCH64_CC):
         raise EdgepackError("no aarch64 cross compiler to build the neon runtime core",
                             fix="apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user")
     return build("ep_run-aarch64-profile" if profile else "ep_run-aarch64",
-                 [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], AARCH64 + (PROFILE if profile else []), [],
+                 [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], PORTABLE + (PROFILE if profile else []), [],
                  cc=AARCH64_CC)
+
+
+def portable_profile_runner() -> Path:
+    """The profiling `ep_run` for another machine of this one's architecture (static, no -march=native)."""
+    return build("ep_run-portable-profile", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
+                 PORTABLE + PROFILE, [])
 
 
 WASM_CC = "clang"

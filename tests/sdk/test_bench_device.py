@@ -95,6 +95,11 @@ def test_a_c_library_bundle_is_benchmarked_over_ssh(ssh_server: SshDevice, libra
     latency = result["latency_ms"]
     assert 0 < latency["p50"] <= latency["p90"] <= latency["p99"]
     assert result["memory"]["peak_rss_mb"] > 0
+    ops = result["ops"]  # the profiling build, run over ssh on the same plan and inputs
+    assert ops["device"] == ssh_server.spec and ops["runs"] == 10 and not ops["emulated"]
+    assert abs(ops["ops_ms"] - ops["run_ms"]) <= 0.1 * ops["run_ms"]
+    assert "Conv" in ops["by_kind"] and sum(ops["by_kind"].values()) == pytest.approx(ops["ops_ms"])
+    assert all(op["calls"] == ops["runs"] for op in ops["ops"])  # no branch: every op runs every run
 
 
 def test_the_workspace_is_removed_after_the_run(ssh_server: SshDevice) -> None:
@@ -111,9 +116,19 @@ def test_the_device_facts_come_from_the_device(ssh_server: SshDevice) -> None:
 def test_the_cli_prints_json_that_validates(ssh_server: SshDevice, library_bundle: Path, cli,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("edgepack.bench_device.open_device", lambda spec, identity: ssh_server)
-    result = cli("bench", library_bundle, "--device", ssh_server.spec, "--runs", "5", "--warmup", "1", "--json")
+    result = cli("bench", library_bundle, "--device", ssh_server.spec, "--runs", "5", "--warmup", "1", "--json",
+                 "--no-ops")
     assert result.code == 0, result.err
-    jsonschema.validate(json.loads(result.out), SCHEMA)
+    printed = json.loads(result.out)
+    jsonschema.validate(printed, SCHEMA)
+    assert printed["ops"] is None
+
+
+def test_the_summary_names_the_slowest_op_kinds(library_bundle: Path, cli) -> None:
+    result = cli("bench", library_bundle, "--device", "host", "--runs", "3", "--warmup", "0")
+    assert result.code == 0, result.err
+    line = next(line for line in result.out.splitlines() if line.startswith("per op"))
+    assert "3 profiled runs" in line and "Conv" in line
 
 
 def test_an_unreachable_host_is_one_paragraph_and_json_says_so(library_bundle: Path, cli) -> None:
@@ -177,9 +192,11 @@ def test_the_html_report_draws_its_plots_in_chromium(two_results: list[Path], tm
         assert "emulated" in rows.nth(1).inner_text() and "emulated" not in rows.nth(0).inner_text()
         runs = sum(len(json.loads(p.read_text())["times_ms"]) for p in two_results)
         assert page.locator("#latency-distribution rect").count() >= runs + 2
-        for plot in ("latency-distribution", "p50-plot"):
+        for plot in ("latency-distribution", "p50-plot", "ops-plot-0", "ops-plot-1", "timeline-plot"):
             box = page.locator(f"#{plot}").bounding_box()
             assert box and box["width"] > 300 and box["height"] > 60
+        ops = sum(len(json.loads(p.read_text())["ops"]["ops"]) for p in two_results)
+        assert page.locator("#timeline-plot rect").count() >= ops
         shot = page.screenshot(full_page=True)
         counts = page.evaluate(COUNT_COLOURS, [base64.b64encode(shot).decode(), [LATENCY_COLOUR, EMULATED_COLOUR]])
     assert counts[0] > 300 and counts[1] > 300, counts

@@ -103,8 +103,8 @@ def bench(model: str | Path, provider: str | None = None, runs: int = 50, warmup
     if compare is not None:
         if compare not in PEERS:
             raise EdgepackError(f"cannot compare with {compare!r}", fix=f"compare with one of: {', '.join(PEERS)}")
-        _import_onnxruntime()
-        peer_model = _peer_model(Path(model), source)
+        import_onnxruntime()
+        peer_model = peer_model_path(Path(model), source)
     elif source is not None:
         raise EdgepackError("--source is only used with --compare onnxruntime",
                             fix="add --compare onnxruntime, or leave --source out")
@@ -122,7 +122,7 @@ def bench(model: str | Path, provider: str | None = None, runs: int = 50, warmup
                               runs, warmup)
     engines, max_diff = [figures], None
     if peer_model is not None:
-        figures, peer_first, rss_method = _measure("onnxruntime", lambda: _load_onnxruntime(peer_model, threads),
+        figures, peer_first, rss_method = _measure("onnxruntime", lambda: onnxruntime_engine(peer_model, threads),
                                        lambda engine: _peer_feeds(engine, chosen), runs, warmup)
         engines.append(figures)
         max_diff = _max_abs_diff(first, peer_first)
@@ -135,7 +135,7 @@ def bench(model: str | Path, provider: str | None = None, runs: int = 50, warmup
 def onnxruntime_figures(source: Path, feeds: Mapping[str, np.ndarray], runs: int, warmup: int = 1,
                         threads: int = 1) -> EngineFigures:
     """onnxruntime (all graph optimizations, `threads` intra-op threads) on the .onnx `source` with `feeds`."""
-    figures, _, _ = _measure("onnxruntime", lambda: _load_onnxruntime(source, threads),
+    figures, _, _ = _measure("onnxruntime", lambda: onnxruntime_engine(source, threads),
                              lambda engine: _peer_feeds(engine, dict(feeds)), runs, warmup)
     return figures
 
@@ -184,7 +184,7 @@ def _load_edgepack(model: str | Path, provider: str | None, threads: int) -> _En
     return _Engine(session.run, list(dict.fromkeys(p.provider for p in session.partitions)), session.inputs)
 
 
-def _import_onnxruntime() -> Any:
+def import_onnxruntime() -> Any:
     try:
         import onnxruntime
     except ImportError:
@@ -193,7 +193,7 @@ def _import_onnxruntime() -> Any:
     return onnxruntime
 
 
-def _peer_model(model: Path, source: str | Path | None) -> Path:
+def peer_model_path(model: Path, source: str | Path | None) -> Path:
     """The .onnx onnxruntime runs: `source` if given, else the model itself; a bundle needs `source`."""
     if not (model.is_dir() and (model / MANIFEST).is_file()):
         return resolve_model_path(source if source is not None else model)
@@ -211,8 +211,8 @@ def _peer_model(model: Path, source: str | Path | None) -> Path:
     return path
 
 
-def _load_onnxruntime(path: Path, threads: int) -> _Engine:
-    ort = _import_onnxruntime()
+def onnxruntime_engine(path: Path, threads: int) -> _Engine:
+    ort = import_onnxruntime()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads

@@ -55,35 +55,42 @@ def bench_command(args: argparse.Namespace) -> int:
         return 0
     stdout.print(table(report))
     for line in summary_lines(report):
-        stdout.print(escape(line))
+        stdout.print(escape(line), soft_wrap=True)
     return 0
 
 
 def cmd_bench_device(args: argparse.Namespace) -> int:
     if args.device == "chromium":
         return cmd_bench_chromium(args)
-    if args.provider or args.compare:
-        raise EdgepackError("--device runs the bundle's own C library: --provider and --compare do not apply",
-                            where="--device", fix="leave out --provider and --compare")
+    if args.provider:
+        raise EdgepackError("--device runs the bundle's own C library: --provider does not apply",
+                            where="--device", fix="leave out --provider")
     return cmd_bench_library(args)
 
 
 def cmd_bench_library(args: argparse.Namespace) -> int:
     from .bench_device import bench_library, summary_lines
+    from .bench_html import ratio_lines
     from .input_files import load_inputs
     from .sample_inputs import parse_dims
 
     result = bench_library(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs, args.warmup,
                            load_inputs(args.input or []), parse_dims(args.dim or []),
-                           identity=Path(args.identity) if args.identity else None, profile_ops=not args.no_ops)
+                           identity=Path(args.identity) if args.identity else None, profile_ops=not args.no_ops,
+                           compare=[args.compare] if args.compare else [], source=args.source)
+    everything = [result, *result.get("peers", [])]
     if args.html:
-        write_bench_html([result], Path(args.html))
+        write_bench_html(everything, Path(args.html))
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        for line in summary_lines(result):
-            stdout.print(escape(line))
-    return 0 if result["fidelity"]["passed"] else 1
+        for one in everything:
+            for line in summary_lines(one):
+                stdout.print(escape(line), soft_wrap=True)
+        if len(everything) > 1:
+            for line in ratio_lines(everything):
+                stdout.print(escape(line), soft_wrap=True)
+    return 0 if all(one["fidelity"]["passed"] for one in everything) else 1
 
 
 def cmd_bench_compare(args: argparse.Namespace) -> int:
@@ -99,7 +106,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         print(json.dumps({"results": args.results, "lines": ratio_lines(results)}, indent=2))
     else:
         for line in ratio_lines(results):
-            stdout.print(escape(line))
+            stdout.print(escape(line), soft_wrap=True)
     return 0
 
 
@@ -133,5 +140,5 @@ def print_device_report(report: Any, lines: list[str], as_json: bool) -> int:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         for line in lines:
-            stdout.print(escape(line))
+            stdout.print(escape(line), soft_wrap=True)
     return 0 if report.passed else 1

@@ -9,7 +9,7 @@ import platform
 import re
 import statistics
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,10 +78,13 @@ class LatencyFigures:
 
 def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int = 2,
                   feeds: Mapping[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None, seed: int = 0,
-                  identity: Path | None = None, profile_ops: bool = True) -> dict[str, Any]:
+                  identity: Path | None = None, profile_ops: bool = True, compare: Sequence[str] = (),
+                  source: str | Path | None = None) -> dict[str, Any]:
     """Benchmarks a C library bundle's example on `device` (`warmup` untimed runs, then `runs` timed) and returns
     the result as the bench schema's dict; with `profile_ops`, the profiling build of the core then times each op
-    on the same device and inputs (up to OPS_RUNS runs)."""
+    on the same device and inputs (up to OPS_RUNS runs). Each peer in `compare` (onnxruntime, openvino) then runs
+    the source model (`source`, else found by its sha256) on this host, which must be the device: its results go in
+    `peers`."""
     from edgepack.runtime import Session
     from edgepack.targets.embedded.example_run import build_example, read_library
 
@@ -89,6 +92,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
         raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}",
                             fix=f"use --runs 1 or more and --warmup 0 or more, {MAX_RUNS} in all at most")
     library = read_library(bundle)
+    source_model = _peer_source(library.folder, device, compare, source)
     target = open_device(device, identity)
     facts = target.facts()
     oracle = Session(library.folder, providers=["reference"])
@@ -109,22 +113,48 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     with tempfile.TemporaryDirectory(prefix="edgepack-bench-") as tmp:
         local = Path(tmp)
         native = _native(facts)
-        binary = build_example(library, local / "build", native=native)
+        march = _march(target, facts) if native else None
+        binary = build_example(library, local / "build", native=native, march=march)
         ops_runs = min(runs, OPS_RUNS)
         printed, outputs, profiled = _run_there(target, library, binary,
-                                                _profile_runner(native) if profile_ops else None, chosen,
+                                                _profile_runner(native, march) if profile_ops else None, chosen,
                                                 runs + warmup, ops_runs, local)
     ops = parse(profiled, device, facts.emulated, ops_runs) if profiled is not None else None
     times = [float(t) for t in _field(printed, "run_ms", device).split()]
     checks = [check_output(name, np.asarray(value), outputs[name]) for name, value in expected.items()]
     peak_kb = float(_field(printed, "peak_rss_kb", device))
-    return result_dict(
+    result = result_dict(
         engine="edgepack C library example", device=target, facts=facts, bundle=library.folder,
         load_ms=float(_field(printed, "load_ms", device)), times=times, warmup=warmup,
         peak_rss_mb=peak_kb / 1024 if peak_kb >= 0 else None,
         inputs=[{"name": n, "dtype": v.dtype.name, "shape": list(v.shape),
                  "from": "file" if n in given else "generated"} for n, v in chosen.items()],
         checks=checks, ops=ops)
+    if source_model is not None:
+        from .bench_peers import peer_result
+
+        result["peers"] = [peer_result(peer, source_model, chosen, result, target, facts) for peer in compare]
+    return result
+
+
+def _peer_source(bundle: Path, device: str, compare: Sequence[str], source: str | Path | None) -> Path | None:
+    """The source model the peers run, when there are peers: they run in this process, so only on `host`."""
+    from .bench import peer_model_path
+    from .bench_peers import PEERS
+
+    if not compare:
+        if source is not None:
+            raise EdgepackError("--source is only used with --compare", where="--source",
+                                fix="add --compare onnxruntime or openvino, or leave --source out")
+        return None
+    unknown = [peer for peer in compare if peer not in PEERS]
+    if unknown:
+        raise EdgepackError(f"cannot compare a device bench with {', '.join(unknown)}", where="--compare",
+                            fix=f"compare with {' or '.join(PEERS)} (onnxruntime-web: a web bundle, --device chromium)")
+    if device != "host":
+        raise EdgepackError(f"--compare runs {', '.join(compare)} in this process, on this host, not on {device}",
+                            where="--compare", fix="bench with --device host to compare, or leave --compare out")
+    return peer_model_path(bundle, source)
 
 
 def _native(facts: DeviceFacts) -> bool:
@@ -139,11 +169,35 @@ def _native(facts: DeviceFacts) -> bool:
                         f"{platform.machine()} device, or build the bundle's Makefile on the device")
 
 
-def _profile_runner(native: bool) -> Path:
-    """The profiling `ep_run` for the device: static, for its architecture's baseline."""
-    from edgepack.runtime.native.build import aarch64_runner, portable_profile_runner
+X86_LEVELS = [("x86-64-v3", {"avx2", "fma", "bmi2", "f16c", "movbe"}),
+              ("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"})]
+"""x86-64 levels, each needing its flags and those of the levels before it."""
 
-    return portable_profile_runner() if native else aarch64_runner(profile=True)
+
+def _march(device: Device, facts: DeviceFacts) -> str | None:
+    """The CPU to build the example for: this one (`native`) on the host; on another x86-64 machine, the highest
+    x86-64 level its /proc/cpuinfo flags allow; else the architecture's baseline (None; ARM64's includes NEON)."""
+    if device.spec == "host":
+        return "native"
+    if facts.arch != "x86_64":
+        return None
+    proc = device.run(["cat", "/proc/cpuinfo"])
+    line = next((line for line in proc.stdout.splitlines() if line.startswith("flags")), "")
+    flags = set(line.partition(":")[2].split())
+    level, needed = None, set()
+    for name, needs in X86_LEVELS:
+        needed |= needs
+        if not needed <= flags:
+            break
+        level = name
+    return level
+
+
+def _profile_runner(native: bool, march: str | None) -> Path:
+    """The profiling `ep_run` for the device, built for the CPU the example was built for."""
+    from edgepack.runtime.native.build import aarch64_runner, device_profile_runner
+
+    return device_profile_runner(march) if native else aarch64_runner(profile=True)
 
 
 def _run_there(device: Device, library: Any, binary: Path, profiler: Path | None, feeds: dict[str, np.ndarray],
@@ -192,7 +246,7 @@ def _field(printed: str, key: str, device: str) -> str:
 
 def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, load_ms: float, times: list[float],
                 warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[OutputCheck],
-                ops: OpProfile | None = None) -> dict[str, Any]:
+                ops: OpProfile | None = None, against: str = "reference") -> dict[str, Any]:
     """One run's figures in the bench result schema: first run, then the runs after `warmup` ones."""
     manifest = read_manifest(bundle)
     timed = times[warmup:] if len(times) > warmup else times
@@ -213,7 +267,7 @@ def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, l
         "times_ms": timed,
         "runs_per_s": 1000.0 / latency.p50 if latency.p50 > 0 else None,
         "memory": {"peak_rss_mb": peak_rss_mb},
-        "fidelity": {"against": "reference", "tolerance": TOLERANCE,
+        "fidelity": {"against": against, "tolerance": TOLERANCE,
                      "outputs": [vars(check) for check in checks], "passed": all(c.passed for c in checks)},
         "ops": ops.as_dict() if ops else None,
         "emulated": facts.emulated,
@@ -225,8 +279,8 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     """A bench result as plain lines: device, inputs, latency, memory, one line per output and the verdict."""
     device, latency = result["device"], result["latency_ms"]
     label = " (emulated)" if result["emulated"] else ""
-    lines = [f"bench {result['bundle']['path']} on {device['spec']}{label}: {device['cpu']}, {device['cores']} cores, "
-             f"{device['os']}, {device['arch']}",
+    lines = [f"bench {result['engine']} ({result['bundle']['profile']} bundle {result['bundle']['path']}) on "
+             f"{device['spec']}{label}: {device['cpu']}, {device['cores']} cores, {device['os']}, {device['arch']}",
              "inputs: " + ", ".join(f"{i['name']} {i['dtype']}{i['shape']} ({i['from']})" for i in result["inputs"]),
              f"load {result['load_ms']:.3f} ms, first run {result['first_run_ms']:.3f} ms{label}",
              f"{result['runs']} runs after {result['warmup']} warm-up{label}: p50 {latency['p50']:.3f} ms, "

@@ -39,14 +39,17 @@ def read_results(paths: list[Path]) -> list[dict[str, Any]]:
         if not isinstance(result, dict) or result.get("schema") != SCHEMA:
             raise EdgepackError(f"{str(path)!r} is not a bench result of schema {SCHEMA}", where=str(path),
                                 fix="pass files written by `edgepack bench BUNDLE --device ... --json`")
-        results.append(result)
+        results += [result, *result.get("peers", [])]
     return results
 
 
 def label(result: dict[str, Any]) -> str:
-    """`<profile> on <device>`, with `(emulated)` where the timings are an emulator's."""
+    """`<profile> on <device>` (a peer: `<peer> on <device>`), with `(emulated)` where the timings are an
+    emulator's."""
     emulated = " (emulated)" if result["emulated"] else ""
-    return f"{result['bundle']['profile']} on {result['device']['spec']}{emulated}"
+    what = result["engine"].split(" on the source model")[0] if " on the source model" in result["engine"] else \
+        result["bundle"]["profile"]
+    return f"{what} on {result['device']['spec']}{emulated}"
 
 
 def ratio_lines(results: list[dict[str, Any]]) -> list[str]:

@@ -386,10 +386,12 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--threads", type=int, default=1,
                    help="threads for OpenVINO and onnxruntime (default: 1, single-threaded, so that figures "
                         "compare; the reference provider runs on NumPy and ignores it)")
-    n.add_argument("--compare", choices=["onnxruntime", "onnxruntime-web"],
+    n.add_argument("--compare", choices=["onnxruntime", "onnxruntime-web", "openvino"],
                    help="also run onnxruntime on the source model, in this process, and print the ratios "
-                        "(onnxruntime-web: in the same browser, with --device chromium)")
-    n.add_argument("--source", help="with --compare and a bundle: the .onnx the bundle was built from")
+                        "(onnxruntime-web: in the same browser, with --device chromium; with --device host: "
+                        "onnxruntime or OpenVINO, one thread, on the same inputs)")
+    n.add_argument("--source", help="with --compare and a bundle: the .onnx the bundle was built from (default: "
+                                    "found beside the bundle or its recorded path by its sha256)")
     n.add_argument("--input", action="append", metavar="NAME=FILE",
                    help="as for run; inputs not given are seeded random data")
     n.add_argument("--dim", action="append", metavar="NAME=SIZE",

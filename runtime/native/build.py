@@ -121,10 +121,11 @@ def aarch64_runner(profile: bool = False) -> Path:
                  cc=AARCH64_CC)
 
 
-def portable_profile_runner() -> Path:
-    """The profiling `ep_run` for another machine of this one's architecture (static, no -march=native)."""
-    return build("ep_run-portable-profile", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
-                 PORTABLE + PROFILE, [])
+def device_profile_runner(march: str | None) -> Path:
+    """The profiling `ep_run` for a machine of this one's architecture: static, for the CPU `march` names (`native`:
+    this one; `x86-64-v3`: any with AVX2 and FMA), or for the architecture's baseline."""
+    return build(f"ep_run-profile-{march or 'baseline'}", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
+                 PORTABLE + ([f"-march={march}"] if march else []) + PROFILE, [])
 
 
 WASM_CC = "clang"

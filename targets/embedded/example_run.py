@@ -20,6 +20,8 @@ from .c_library import TOOLCHAIN
 CROSS_COMPILER = "aarch64-linux-gnu-gcc"
 EMULATOR = "qemu-aarch64"
 INSTALL = "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user make cmake"
+OPTIMIZE = ["-O3", "-ffp-contract=fast"]
+"""The Makefile's default optimisation flags, kept when a build adds -march."""
 MAX_REPEAT = 1024
 """The example's limit for --repeat."""
 
@@ -69,16 +71,18 @@ def missing_tools(system: str = "make") -> list[str]:
 
 
 def build_example(library: Library, build_dir: Path, system: str = "make", embed_plan: bool = False,
-                  native: bool = False) -> Path:
+                  native: bool = False, march: str | None = None) -> Path:
     """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
     CMake and its toolchain file (with `embed_plan`, the plan linked in), or with `native`, builds them for this
-    machine with its own compiler (`make CROSS=`); returns the example binary."""
+    machine's architecture with its own compiler (`make CROSS=`), for the CPU `march` names where given (`native`,
+    `x86-64-v3`); returns the example binary."""
     missing = [tool for tool in ("gcc", "make") if not shutil.which(tool)] if native else missing_tools(system)
     if missing:
         raise EdgepackError(f"building the C library needs {', '.join(missing)}, not installed here", fix=INSTALL)
     build_dir = build_dir.absolute()
     if native:
-        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", "-j2"]]
+        tuned = [f"CFLAGS={' '.join([*OPTIMIZE, f'-march={march}'])}"] if march else []
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", *tuned, "-j2"]]
     elif system == "make":
         commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", f"EMBED_PLAN={int(embed_plan)}", "-j2"]]
     elif system == "cmake":

@@ -124,6 +124,41 @@ def test_the_cli_prints_json_that_validates(ssh_server: SshDevice, library_bundl
     assert printed["ops"] is None
 
 
+@pytest.mark.parametrize("peer", ["onnxruntime", "openvino"])
+def test_a_peer_runs_the_source_model_beside_the_bundle_on_the_host(library_bundle: Path, peer: str) -> None:
+    pytest.importorskip(peer)
+    feeds = samples.feeds("tiny-cnn")
+    result = bench_library(library_bundle, "host", runs=6, warmup=1, feeds=feeds, compare=[peer],
+                           source=samples.path("tiny-cnn"))
+    jsonschema.validate(result, SCHEMA)
+    [beside] = result["peers"]
+    assert beside["engine"].lower().startswith(peer) and "tiny-cnn.onnx" in beside["engine"]
+    assert beside["runs"] == result["runs"] == 6 and beside["warmup"] == 1 and beside["inputs"] == result["inputs"]
+    assert beside["fidelity"]["against"] == "reference on the source model" and beside["fidelity"]["passed"]
+    assert beside["device"] == result["device"] and not beside["emulated"]
+
+
+def test_the_cli_prints_the_ratios_to_the_peer_and_compare_reads_its_file(library_bundle: Path, cli,
+                                                                          tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    result = cli("bench", library_bundle, "--device", "host", "--runs", "4", "--compare", "onnxruntime",
+                 "--source", samples.path("tiny-cnn"), "--no-ops")
+    assert result.code == 0, result.err
+    ours = next(line for line in result.out.splitlines() if line.startswith("raspberry-pi on host: p50"))
+    peer = next(line for line in result.out.splitlines() if line.startswith("onnxruntime "))
+    assert "(1.00x)" in ours and "fidelity PASS" in peer
+    printed = cli("bench", library_bundle, "--device", "host", "--runs", "4", "--compare", "onnxruntime",
+                  "--source", samples.path("tiny-cnn"), "--no-ops", "--json").out
+    (tmp_path / "both.json").write_text(printed)
+    compared = cli("bench", "compare", tmp_path / "both.json")
+    assert compared.code == 0 and sum(" on host: p50 " in line for line in compared.out.splitlines()) == 2
+
+
+def test_a_peer_runs_only_on_this_host(library_bundle: Path, cli) -> None:
+    result = cli("bench", library_bundle, "--device", "qemu-arm64", "--compare", "onnxruntime")
+    assert result.code == 2 and "not on qemu-arm64" in result.err and "--device host" in result.err
+
+
 def test_the_summary_names_the_slowest_op_kinds(library_bundle: Path, cli) -> None:
     result = cli("bench", library_bundle, "--device", "host", "--runs", "3", "--warmup", "0")
     assert result.code == 0, result.err

@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +30,8 @@ import onnx
 from edgepack.runtime.bundle_format import read_manifest, sha256_file
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_device import TOLERANCE
+from .bench_device import TOLERANCE, result_dict
+from .devices.local import HostDevice
 from .input_files import check_names
 from .sample_inputs import dims_of, sample_feeds
 
@@ -43,6 +44,8 @@ ORT_IR_VERSION = 10
 """onnxruntime reads IR <= 10 (onnx 1.23 writes 14)."""
 FALLBACK_NOTE = ("The WebGPU adapter is a fallback adapter (SwiftShader, a CPU rasterizer in headless Chromium): its "
                  "timings do not measure GPU speed; the run checks correctness only.")
+FP32_RULE = f"max abs diff within {TOLERANCE:g} of each output's scale"
+ORACLE_KIND = "reference on the source model"
 HOST_NOTE = "Timings are this machine's CPU running Chromium headless, not those of a user's device."
 
 ORT_RUN = """
@@ -117,6 +120,10 @@ class Comparison:
     timing: Timing
     max_abs_diff: float | None
     """Between edgepack's and the peer's outputs."""
+    outputs: list[OutputCheck]
+    """Its outputs against `reference` on the source model."""
+    run_ms: list[float]
+    """Every run after the first (warm-up, then timed)."""
 
     def ratios(self, ours: Timing) -> dict[str, float]:
         """edgepack / peer (below 1: edgepack is faster)."""
@@ -137,6 +144,9 @@ class ChromiumBenchReport:
     outputs: list[OutputCheck]
     criterion: str
     oracle: str
+    warmup: int
+    run_ms: list[float]
+    """Every run after the first (warm-up, then timed)."""
     compare: Comparison | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -145,14 +155,28 @@ class ChromiumBenchReport:
         return all(check.passed for check in self.outputs)
 
     def as_dict(self) -> dict[str, Any]:
-        data = {"bundle": self.bundle, "device": DEVICE, "provider": self.provider, "browser": self.browser,
-                "inputs": self.inputs, "timing": asdict(self.timing), "providers": self.providers,
-                "partitions": self.partitions, "adapter": self.adapter, "outputs": [asdict(o) for o in self.outputs],
-                "criterion": self.criterion, "oracle": self.oracle, "passed": self.passed, "notes": self.notes,
-                "compare": None}
+        """The report in the bench result schema (edgepack-bench/1): the browser, the adapter and the placement in
+        `device` and `placement`, onnxruntime-web's run in `peers`."""
+        facts = HostDevice().facts()
+        details = {"browser": self.browser, "adapter": self.adapter}
+        note = " ".join(self.notes)
+        result = result_dict(
+            engine=f"edgepack web bundle in headless Chromium, providers {self.provider}", spec=DEVICE, facts=facts,
+            bundle=Path(self.bundle), load_ms=self.timing.cold_start_ms - self.timing.first_run_ms,
+            times=self.run_ms, warmup=self.warmup, first_run_ms=self.timing.first_run_ms, peak_rss_mb=None,
+            inputs=self.inputs, checks=self.outputs, against=ORACLE_KIND, fidelity_rule=self.criterion,
+            device_details=details, note=note)
+        result["placement"] = [{"partition": p["id"], "provider": p["provider"], "planned": p.get("planned"),
+                                "reason": p.get("reason")} for p in self.partitions]
         if self.compare:
-            data["compare"] = {**asdict(self.compare), "ratios": self.compare.ratios(self.timing)}
-        return data
+            c = self.compare
+            result["peers"] = [result_dict(
+                engine=f"{c.peer} {c.version} (wasm, 1 thread) on the source model {c.model}", spec=DEVICE,
+                facts=facts, bundle=Path(self.bundle), load_ms=c.timing.cold_start_ms - c.timing.first_run_ms,
+                times=c.run_ms, warmup=self.warmup, first_run_ms=c.timing.first_run_ms, peak_rss_mb=None,
+                inputs=self.inputs, checks=c.outputs, against=ORACLE_KIND, fidelity_rule=FP32_RULE,
+                device_details=details, note=note)]
+        return result
 
 
 def read_web_bundle(bundle: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -309,7 +333,7 @@ def criterion_of(manifest: dict[str, Any]) -> tuple[float | None, str]:
     weights = manifest.get("quantization", {}).get("weights") or manifest.get("profile", {}).get(
         "precision", {}).get("weights", "fp32")
     if weights in (None, "fp32"):
-        return None, f"max abs diff within {TOLERANCE:g} of each output's scale"
+        return None, FP32_RULE
     fidelity = manifest.get("profile", {}).get("fidelity", {})
     min_cosine = fidelity.get(f"min_cosine_{weights}", fidelity.get("min_cosine", 0.999))
     return float(min_cosine), (f"cosine >= {min_cosine:g} ({weights} weights differ from the fp32 source by design; "
@@ -414,8 +438,10 @@ def bench_in_chromium(bundle: str | Path, provider: str | None = None, runs: int
                 diffs = [float(np.max(np.abs(np.asarray(v, np.float64) - np.asarray(theirs["outputs"][k], np.float64))))
                          for k, v in ours["outputs"].items()
                          if k in theirs["outputs"] and np.shape(v) == np.shape(theirs["outputs"][k]) and np.size(v)]
+                peer_checks = [check_output(name, np.asarray(value), theirs["outputs"][name], None)
+                               for name, value in expected.items() if name in theirs["outputs"]]
                 peer = Comparison(COMPARE, ort_version(package), model_path.name, timing_of(theirs, warmup),
-                                  max(diffs) if diffs else None)
+                                  max(diffs) if diffs else None, peer_checks, list(theirs["runMs"]))
             version = browser_version(browser)
     min_cosine, criterion = criterion_of(manifest)
     checks = [check_output(name, np.asarray(value), ours["outputs"][name], min_cosine)
@@ -426,7 +452,8 @@ def bench_in_chromium(bundle: str | Path, provider: str | None = None, runs: int
         notes.append(FALLBACK_NOTE)
     return ChromiumBenchReport(str(bundle), provider or "auto", version, described, timing_of(ours, warmup),
                                list(ours["providers"]), list(ours["partitions"]), adapter, checks, criterion,
-                               f"reference on the source model {model_path.name}", peer, notes)
+                               f"reference on the source model {model_path.name}", warmup, list(ours["runMs"]), peer,
+                               notes)
 
 
 def summary_lines(report: ChromiumBenchReport) -> list[str]:

@@ -124,7 +124,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     checks = [check_output(name, np.asarray(value), outputs[name]) for name, value in expected.items()]
     peak_kb = float(_field(printed, "peak_rss_kb", device))
     result = result_dict(
-        engine="edgepack C library example", device=target, facts=facts, bundle=library.folder,
+        engine="edgepack C library example", spec=target.spec, facts=facts, bundle=library.folder,
         load_ms=float(_field(printed, "load_ms", device)), times=times, warmup=warmup,
         peak_rss_mb=peak_kb / 1024 if peak_kb >= 0 else None,
         inputs=[{"name": n, "dtype": v.dtype.name, "shape": list(v.shape),
@@ -244,34 +244,41 @@ def _field(printed: str, key: str, device: str) -> str:
     return match.group(1)
 
 
-def result_dict(engine: str, device: Device, facts: DeviceFacts, bundle: Path, load_ms: float, times: list[float],
-                warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[OutputCheck],
-                ops: OpProfile | None = None, against: str = "reference") -> dict[str, Any]:
-    """One run's figures in the bench result schema: first run, then the runs after `warmup` ones."""
+def result_dict(engine: str, spec: str, facts: DeviceFacts, bundle: Path, load_ms: float, times: list[float],
+                warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[Any],
+                ops: OpProfile | None = None, against: str = "reference", first_run_ms: float | None = None,
+                fidelity_rule: str | None = None, device_details: dict[str, Any] | None = None,
+                note: str = "") -> dict[str, Any]:
+    """One engine's figures in the bench result schema. `times` are all its runs: the first (unless `first_run_ms`
+    gives it apart), then the runs after `warmup` are the timed ones."""
     manifest = read_manifest(bundle)
+    first = times[0] if first_run_ms is None else first_run_ms
     timed = times[warmup:] if len(times) > warmup else times
     latency = LatencyFigures.of(timed)
+    fidelity = {"against": against, "tolerance": TOLERANCE, "outputs": [vars(check) for check in checks],
+                "passed": all(c.passed for c in checks)}
+    if fidelity_rule:
+        fidelity["rule"] = fidelity_rule
     return {
         "schema": SCHEMA,
         "engine": engine,
-        "device": {"spec": device.spec, **facts.as_dict()},
+        "device": {"spec": spec, **facts.as_dict(), **(device_details or {})},
         "bundle": {"path": str(bundle), "profile": manifest["profile"]["name"], "target": manifest["target"],
                    "precision": {key: manifest["profile"]["precision"][key] for key in ("weights", "activations")},
                    "manifest_sha256": sha256_file(bundle / "manifest.json")},
         "inputs": inputs,
         "load_ms": load_ms,
-        "first_run_ms": times[0],
+        "first_run_ms": first,
         "warmup": warmup,
         "runs": len(timed),
         "latency_ms": vars(latency),
         "times_ms": timed,
         "runs_per_s": 1000.0 / latency.p50 if latency.p50 > 0 else None,
         "memory": {"peak_rss_mb": peak_rss_mb},
-        "fidelity": {"against": against, "tolerance": TOLERANCE,
-                     "outputs": [vars(check) for check in checks], "passed": all(c.passed for c in checks)},
+        "fidelity": fidelity,
         "ops": ops.as_dict() if ops else None,
         "emulated": facts.emulated,
-        "note": EMULATED_NOTE if facts.emulated else "",
+        "note": " ".join(part for part in (EMULATED_NOTE if facts.emulated else "", note) if part),
     }
 
 

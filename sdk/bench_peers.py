@@ -78,7 +78,7 @@ def peer_result(peer: str, source: Path, feeds: Feeds, beside: dict[str, Any], d
             times.append((time.perf_counter() - start) * 1000)
     expected = Session(source, providers=["reference"]).run(dict(feeds))
     checks = [check_output(name, np.asarray(value), np.asarray(outputs[name])) for name, value in expected.items()]
-    return result_dict(engine=f"{engine} on the source model {source.name}, 1 thread", device=device, facts=facts,
+    return result_dict(engine=f"{engine} on the source model {source.name}, 1 thread", spec=device.spec, facts=facts,
                        bundle=Path(beside["bundle"]["path"]), load_ms=load_ms, times=times, warmup=beside["warmup"],
                        peak_rss_mb=rss.peak_mb, inputs=beside["inputs"], checks=checks,
                        against="reference on the source model")

@@ -407,7 +407,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--no-ops", action="store_true", help="with --device host, qemu-arm64, ssh://... or adb: leave out "
                                                          "the per-op times (a profiling build of the core, run after "
                                                          "the timed runs)")
-    n.add_argument("--html", metavar="FILE", help="with --device host, ssh://... or adb, or with `compare`: also "
+    n.add_argument("--html", metavar="FILE", help="with --device (any), or with `compare`: also "
                                                   "write a self-contained HTML report (table and plots)")
     n.add_argument("--json", action="store_true", help="print the figures as JSON")
     n.set_defaults(func=run_bench)

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import edgepack
@@ -16,6 +17,7 @@ from edgepack.bench_chromium import chosen_inputs
 from edgepack.runtime.native.build import cache_root
 from edgepack.targets.web.chromium import missing
 
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "bench.schema.json").read_text())
 needs_chromium = pytest.mark.skipif(missing() is not None, reason=f"no headless Chromium: {missing()}")
 
 
@@ -55,19 +57,23 @@ def test_bench_runs_a_web_bundle_on_its_own_providers(bundles: dict[str, Path], 
     result = cli("bench", bundles["tiny-cnn"], "--device", "chromium", "--runs", "3", "--json")
     assert result.code == 0, result.err
     report = json.loads(result.out)
-    assert report["device"] == "chromium" and report["provider"] == "auto" and report["passed"] is True
-    assert [o["name"] for o in report["outputs"]] == ["probs"]
-    assert report["providers"] == [p["provider"] for p in report["partitions"]]
-    assert set(report["providers"]) <= {"webgpu", "wasm"}
-    assert report["timing"]["runs"] == 3 and report["timing"]["cold_start_ms"] > 0
-    assert report["timing"]["p90_ms"] >= report["timing"]["p50_ms"] > 0
-    assert report["inputs"][0]["from"] == "generated"
-    if report["adapter"] and report["adapter"]["isFallbackAdapter"]:
-        assert any("do not measure GPU speed" in note for note in report["notes"])
+    jsonschema.validate(report, SCHEMA)
+    assert report["device"]["spec"] == "chromium" and report["device"]["browser"].startswith("Chromium")
+    assert report["engine"].endswith("providers auto") and report["fidelity"]["passed"] is True
+    assert report["fidelity"]["against"] == "reference on the source model"
+    assert [o["name"] for o in report["fidelity"]["outputs"]] == ["probs"]
+    assert {p["provider"] for p in report["placement"]} <= {"webgpu", "wasm"}
+    assert report["runs"] == len(report["times_ms"]) == 3 and report["load_ms"] > 0
+    assert report["latency_ms"]["p90"] >= report["latency_ms"]["p50"] > 0 and report["first_run_ms"] > 0
+    assert report["inputs"][0]["from"] == "generated" and report["emulated"] is False
+    assert "not those of a user's device" in report["note"]
+    adapter = report["device"]["adapter"]
+    if adapter and adapter["isFallbackAdapter"]:
+        assert "do not measure GPU speed" in report["note"]
 
 
 @needs_chromium
-def test_bench_compares_with_onnxruntime_web_on_wasm(bundles: dict[str, Path], cli) -> None:
+def test_bench_compares_with_onnxruntime_web_on_wasm(bundles: dict[str, Path], cli, tmp_path: Path) -> None:
     reason = ort_web_reason()
     if reason:
         pytest.skip(reason)
@@ -80,6 +86,15 @@ def test_bench_compares_with_onnxruntime_web_on_wasm(bundles: dict[str, Path], c
     assert "max abs diff within 0.0001 of each output's scale" in text
     assert "onnxruntime-web" in text and "(wasm backend, 1 thread)" in text
     assert "ratios edgepack / onnxruntime-web" in text and "cold start" in text and "p50" in text
+    printed = cli("bench", bundles["ppocr-cls"], "--device", "chromium", "--provider", "wasm", "--runs", "3",
+                  "--compare", "onnxruntime-web", "--json", "--html", tmp_path / "report.html")
+    report = json.loads(printed.out)
+    jsonschema.validate(report, SCHEMA)
+    [peer] = report["peers"]
+    assert peer["engine"].startswith("onnxruntime-web ") and peer["fidelity"]["passed"] and peer["runs"] == 3
+    assert peer["device"]["spec"] == "chromium" and peer["inputs"] == report["inputs"]
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("on chromium") >= 2 and "onnxruntime-web" in html
 
 
 def test_bench_chromium_refuses_a_bundle_that_is_not_a_web_bundle(cli, tmp_path: Path) -> None:

@@ -58,8 +58,10 @@ class OpProfile:
                 "ops_ms": self.ops_ms, "by_kind": self.by_kind(), "ops": [vars(op) for op in self.ops]}
 
 
-def profile_plan(plan: Path, feeds: dict[str, np.ndarray], runs: int = 10, device: str = "host") -> OpProfile:
-    """Runs `plan` `runs` times on `feeds` with the profiling runner of `device` and returns its per-op times."""
+def profile_plan(plan: Path, feeds: dict[str, np.ndarray], runs: int = 10, device: str = "host",
+                 timeout_s: float | None = None) -> OpProfile:
+    """Runs `plan` `runs` times on `feeds` with the profiling runner of `device` and returns its per-op times; an
+    error when it takes over `timeout_s`."""
     if device not in DEVICES:
         raise EdgepackError(f"no per-op profile on device {device!r}", fix=f"use one of {', '.join(DEVICES)}")
     emulated = device == "qemu-arm64"
@@ -72,8 +74,14 @@ def profile_plan(plan: Path, feeds: dict[str, np.ndarray], runs: int = 10, devic
     inputs, _ = ports(plan.read_bytes())
     with tempfile.TemporaryDirectory(prefix="edgepack-profile-") as tmp:
         paths = save_inputs(Path(tmp), inputs, feeds)
-        proc = subprocess.run([*command, str(plan), tmp, "--repeat", str(runs), *map(str, paths)],
-                              capture_output=True, text=True)
+        try:
+            proc = subprocess.run([*command, str(plan), tmp, "--repeat", str(runs), *map(str, paths)],
+                                  capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise EdgepackError(f"{runs} run{'s' if runs > 1 else ''} of the plan took over {timeout_s:g} s on "
+                                f"{device}{' (emulated)' if emulated else ''}", where=str(plan),
+                                fix="time it on the device itself: edgepack bench BUNDLE --device "
+                                    "ssh://user@board (or adb)") from None
     if proc.returncode != 0:
         raise EdgepackError(f"the profiling run failed: {proc.stderr.strip()[:1000]}", where=str(plan),
                             fix="check the plan with `edgepack inspect`")

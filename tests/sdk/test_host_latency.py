@@ -19,12 +19,21 @@ def library_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.skipif(qemu() is None, reason="qemu-aarch64 is not installed")
-@pytest.mark.parametrize(("budget_s", "runs"), [(0.0, 1), (60.0, 5)])
-def test_emulated_runs_past_the_first_fit_the_budget(library_bundle: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     budget_s: float, runs: int) -> None:
-    monkeypatch.setattr("edgepack.host_latency.EMULATED_BUDGET_S", budget_s)
-    latency = host_latency("embedded", library_bundle, samples.path("tiny-cnn"), samples.feeds("tiny-cnn"), runs=5)
+@pytest.mark.parametrize(("asked", "runs"), [(5000, 1), (5, 5)])
+def test_emulated_runs_past_the_first_fit_the_budget(library_bundle: Path, asked: int, runs: int) -> None:
+    """tiny-cnn runs in milliseconds under qemu: 5 runs fit the budget, 5000 do not (the first run alone is kept)."""
+    latency = host_latency("embedded", library_bundle, samples.path("tiny-cnn"), samples.feeds("tiny-cnn"),
+                           runs=asked)
     assert latency.emulated and latency.runs == runs and latency.p50_ms > 0 and "emulated" in latency.engine
+
+
+@pytest.mark.skipif(qemu() is None, reason="qemu-aarch64 is not installed")
+def test_an_emulated_run_over_the_budget_is_not_timed_and_says_where_to_time_it(
+        library_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("edgepack.host_latency.EMULATED_BUDGET_S", 1e-3)
+    latency = host_latency("embedded", library_bundle, samples.path("tiny-cnn"), samples.feeds("tiny-cnn"))
+    assert latency.p50_ms is None and "took over 0.001 s on qemu-arm64 (emulated)" in latency.not_timed
+    assert "--device ssh://" in latency.not_timed
 
 
 def test_the_peer_is_onnxruntime_on_the_source_model_with_one_thread() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,16 @@ def to_ir(model: onnx.ModelProto, xml_path: Path) -> None:
     stage chose it (fp16 initializers behind a Cast stay fp16 in the IR)."""
     import openvino as ov
 
-    ov.save_model(_read_onnx(model), str(xml_path), compress_to_fp16=False)
+    ov.save_model(_with_stable_names(_read_onnx(model)), str(xml_path), compress_to_fp16=False)
+
+
+def _with_stable_names(model: Any) -> Any:
+    """The OpenVINO model with the names OpenVINO made up (`<Type>_<counter>`, the counter global to the process)
+    replaced by names from each op's place in the graph, so that the IR is the same bytes in every build."""
+    for index, op in enumerate(model.get_ordered_ops()):
+        if re.fullmatch(rf"{re.escape(op.get_type_name())}_\d+", op.get_friendly_name()):
+            op.set_friendly_name(f"edgepack_{index}_{op.get_type_name()}")
+    return model
 
 
 def _missing() -> str | None:

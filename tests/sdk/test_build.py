@@ -16,6 +16,7 @@ import pytest
 
 import edgepack
 from edgepack import samples
+from edgepack.build_checks import target_available
 from edgepack.packager.graphs import count_nodes
 from tests.oracle import run_onnxruntime
 from tests.small_feeds import small_feeds
@@ -88,11 +89,19 @@ def test_pinned_shapes_fold_shape_subgraphs(tmp_path: Path) -> None:
         np.testing.assert_allclose(actual[key], expected[key], rtol=0, atol=1e-5)
 
 
-def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
-    first = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "a",
-                            sample_inputs=[samples.feeds("silero-vad")]).bundle_dir
-    second = edgepack.build(samples.path("silero-vad"), "generic", tmp_path / "b",
-                            sample_inputs=[samples.feeds("silero-vad")]).bundle_dir
+@pytest.mark.parametrize(("name", "profile"), [("silero-vad", "generic"), ("tiny-cnn", "iphone"),
+                                             ("tiny-cnn", "raspberry-pi"), ("tiny-cnn", "web"),
+                                             ("tiny-cnn", "intel-nuc")])
+def test_two_builds_are_byte_identical(tmp_path: Path, name: str, profile: str) -> None:
+    """Every file of the bundle, the iphone's .mlpackage included (coremltools names its items with random UUIDs
+    and writes maps in hash order; the build makes both reproducible)."""
+    reason = target_available(edgepack.load_profile(profile))
+    if reason:
+        pytest.skip(reason)
+    feeds = samples.feeds(name)
+    shapes = {key: value.shape for key, value in feeds.items()}
+    first, second = (edgepack.build(samples.path(name), profile, tmp_path / folder, input_shapes=shapes,
+                                    sample_inputs=[feeds]).bundle_dir for folder in ("a", "b"))
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for rel in files:

@@ -20,6 +20,7 @@ from .context import Context, mil_name
 from .fp16_range import with_fp16_safe_constants
 from .mil import coremltools, quiet, without_collection
 from .ops import CONVERTERS
+from .reproducible import make_reproducible
 
 COMPUTE_PRECISIONS = ("fp16", "fp32")
 DEPLOYMENT_TARGETS = ("iOS16", "iOS17", "iOS18", "macOS13", "macOS14", "macOS15")
@@ -88,6 +89,7 @@ def to_mlpackage(model: onnx.ModelProto, path: Path, options: Mapping[str, Any])
         mlmodel = compress(mlmodel, options.get("weights", precision))
         mlmodel.short_description = f"{model.graph.name or 'model'}, converted by edgepack"
         mlmodel.save(str(path))
+    make_reproducible(path)
     return _as_saved(conversion, mlmodel.get_spec().description)
 
 

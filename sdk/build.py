@@ -27,7 +27,7 @@ from edgepack.targets import TARGETS, BundleInput, Target
 
 from .build_checks import bundle_name, check_options, excluded_nodes, opset_range
 from .build_manifest import assemble_manifest, bundle_ports, quantize_summary, slower_compute
-from .bundle_writer import refuse_existing, staged_bundle
+from .bundle_writer import check_output_folder, refuse_existing, staged_bundle
 from .calibration_inputs import CalibrationSource, load_calibration
 from .input_shapes import pin_shapes
 from .manifest import write_manifest
@@ -170,6 +170,7 @@ def build(
     model_path = resolve_model_path(model)
     final = Path(output_dir) / bundle_name(model_path, profile)
     refuse_existing(final, force)
+    check_output_folder(final.parent)
     options = BuildOptions(input_shapes or {}, sample_inputs, accept_fidelity_loss, exclude_ops, exclude_nodes,
                            calibration, calibration_method, tune, verify, per_node)
     state = BuildState(model_path, profile, options, BuildReport(str(model_path), profile.name, profile.target,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -9,6 +11,30 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from edgepack.runtime.errors import EdgepackError
+
+NOT_WRITABLE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST,
+                errno.ENOENT}
+"""OS errors that say where the bundle goes cannot take it (full, read-only, not allowed, a file in the way)."""
+
+
+def check_output_folder(folder: Path) -> None:
+    """Fails before any work where the bundle could not be written: a file in the way, a folder that cannot be
+    made, or one this user cannot write to (a read-only filesystem, another user's folder)."""
+    if folder.exists() and not folder.is_dir():
+        raise EdgepackError(f"the output folder {str(folder)!r} is a file", where=str(folder.absolute()),
+                            fix="choose a folder with -o (it is made when missing)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".edgepack-write-check-", dir=folder))
+    except OSError as error:
+        raise _not_writable(folder, error) from None
+
+
+def _not_writable(folder: Path, error: OSError) -> EdgepackError:
+    return EdgepackError(f"cannot write the bundle into {str(folder)!r}: {error.strerror or error}",
+                         where=str(Path(error.filename or folder).absolute()),
+                         fix="choose a folder on a writable filesystem with space, that this user may write to, "
+                             "with -o")
 
 
 def refuse_existing(final: Path, force: bool) -> None:
@@ -25,7 +51,12 @@ def staged_bundle(final: Path, force: bool) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     staging.chmod(0o755)  # mkdtemp makes it private; a bundle is meant to be shared
     try:
-        yield staging
+        try:
+            yield staging
+        except OSError as error:
+            if error.errno in NOT_WRITABLE:
+                raise _not_writable(final.parent, error) from error
+            raise
         refuse_existing(final, force)
         if final.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))

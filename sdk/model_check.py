@@ -16,7 +16,9 @@ SHAPE_FIX = "check --input-shape and the profile's shape pins against the model'
 
 
 def check_model(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
-    """Known ops only, onnx.checker (full), then strict shape inference; returns the inferred model."""
+    """Something to run, known ops only, onnx.checker (full), then strict shape inference; returns the inferred
+    model."""
+    _check_not_empty(model, where)
     _check_ops(model, where)
     _forget_negative_dims(model)
     try:
@@ -29,6 +31,18 @@ def check_model(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
                             fix="re-export the model with a current exporter (the checker names the field or node "
                                 "at fault)") from None
     return infer_shapes(model, where)
+
+
+def _check_not_empty(model: onnx.ModelProto, where: str) -> None:
+    """A graph with no outputs, or no nodes (its outputs would be its inputs or constants), is not a model to ship."""
+    graph = model.graph
+    if not graph.output:
+        raise EdgepackError("the model's graph has no outputs: there is nothing to compute", where=where,
+                            fix="export the model with its outputs (a truncated or placeholder export has none)")
+    if not graph.node:
+        raise EdgepackError(f"the model's graph has no nodes: its outputs ({', '.join(o.name for o in graph.output)}) "
+                            "are its inputs or stored constants, so there is nothing to build", where=where,
+                            fix="export the model with its computation (a truncated or placeholder export has none)")
 
 
 def infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:

@@ -16,6 +16,7 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.samples.atomic import write_bytes_atomically
 
 from .build import BuildResult, build
+from .bundle_writer import check_output_folder
 from .host_latency import Latency, host_latency, peer_latency
 from .profile import load_profile
 from .report import Reporter, SilentReporter
@@ -91,6 +92,7 @@ def build_all(model: str | Path, profiles: Sequence[str], output_dir: str | Path
               reporter: Reporter | None = None, latency: bool = True, **options: Any) -> PortabilityReport:
     """Build `model` for each of `profiles` into `output_dir` (a failing profile stops none), time each bundle on this
     host unless `latency` is False, and write `report.json` and `report.html` there. `options` are `build`'s."""
+    check_output_folder(Path(output_dir))
     progress = reporter or SilentReporter()
     shared = SharedWork()
     outcomes, sample = [], None

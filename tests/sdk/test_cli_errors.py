@@ -177,3 +177,58 @@ def test_real_process_exit_code_and_debug_traceback(tmp_path: Path) -> None:
                            capture_output=True, text=True)
     assert debug.returncode == 2
     assert "Traceback" in debug.stderr and "EdgepackError" in debug.stderr
+
+
+def test_a_graph_without_nodes_is_refused(cli, tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    path = _save(_model([], [x], [x]), tmp_path / "empty.onnx")
+    assert_user_error(cli("build", path, "-p", "generic", "-o", tmp_path / "out"), "graph has no nodes",
+                      "outputs (x)", "empty.onnx")
+    assert not (tmp_path / "out" / "empty-generic").exists()
+
+
+def test_a_graph_without_outputs_is_refused(cli, tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    path = _save(_model([helper.make_node("Relu", ["x"], ["y"])], [x], []), tmp_path / "nothing.onnx")
+    assert_user_error(cli("build", path, "-p", "generic", "-o", tmp_path), "graph has no outputs")
+
+
+def test_an_output_folder_that_is_a_file_is_refused_before_any_work(cli, tmp_path: Path) -> None:
+    occupied = tmp_path / "dist"
+    occupied.write_text("a file where the folder would go")
+    assert_user_error(cli("build", samples.path("tiny-cnn"), "-p", "generic", "-o", occupied),
+                      f"the output folder '{occupied}' is a file", "-o")
+    assert occupied.read_text() == "a file where the folder would go"
+
+
+@pytest.mark.parametrize("folder", ["/proc", "/proc/edgepack-out"])
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(cli, folder: str) -> None:
+    """/proc takes no new folder or file, for root too (a read-only filesystem answers alike)."""
+    result = cli("build", samples.path("tiny-cnn"), "-p", "generic", "-o", folder)
+    assert_user_error(result, "cannot write the bundle into", "writable filesystem", "-o")
+
+
+def test_profile_all_into_an_output_folder_that_cannot_be_written(cli) -> None:
+    assert_user_error(cli("build", samples.path("tiny-cnn"), "-p", "generic,web", "-o", "/proc"),
+                      "cannot write the bundle into '/proc'")
+
+
+INTERRUPT_WHILE_LOADING = """
+import sys
+
+class InterruptAtRich:
+    def find_spec(self, name, path=None, target=None):
+        if name == "rich.console":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, InterruptAtRich())
+from edgepack.entry import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_ends_without_a_traceback() -> None:
+    """The console script's entry point catches a Ctrl-C that lands while `edgepack.cli` and rich are imported."""
+    proc = subprocess.run([sys.executable, "-c", INTERRUPT_WHILE_LOADING], capture_output=True, text=True)
+    assert proc.returncode == 130 and proc.stderr == "interrupted\n"

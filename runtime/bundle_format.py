@@ -11,6 +11,7 @@ from typing import Any
 import onnx
 
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.manifest_shape import check_manifest_shape
 
 FORMAT = "edgepack-bundle"
 FORMAT_VERSION = 1
@@ -75,6 +76,7 @@ def read_manifest(bundle: Path, verify: bool = True) -> dict[str, Any]:
         raise EdgepackError(
             f"bundle format version {manifest.get('format_version')!r} is not supported (this edgepack reads "
             f"version {FORMAT_VERSION})", where=str(path), fix="rebuild the bundle with this version of edgepack")
+    check_manifest_shape(manifest, path)
     if verify:
         verify_artifacts(bundle, manifest)
     return manifest

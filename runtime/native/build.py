@@ -146,6 +146,20 @@ def wasm_core() -> Path:
     return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC)
 
 
+LIBFUZZER = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address,undefined",
+             "-fno-sanitize-recover=all"]
+
+
+def libfuzzer(run: bool = False) -> Path:
+    """The coverage-guided fuzzer of the plan loader (libFuzzer, with AddressSanitizer and
+    UndefinedBehaviorSanitizer), built with clang; with `run`, it also runs every plan the loader accepts."""
+    if not shutil.which("clang"):
+        raise EdgepackError("clang is needed to build the libFuzzer target",
+                            fix="apt-get install clang libclang-rt-dev")
+    return build("ep_libfuzzer-run" if run else "ep_libfuzzer-load", [NATIVE / "cli" / "ep_libfuzzer.c"],
+                 LIBFUZZER + (["-DEP_FUZZ_RUN"] if run else []), [], cc="clang")
+
+
 def fuzzer() -> Path:
     """The mutation fuzzer harness, built with AddressSanitizer and UndefinedBehaviorSanitizer."""
     return build("ep_fuzz-asan", [NATIVE / "cli" / "ep_fuzz.c"], SANITIZED, [])

@@ -89,13 +89,13 @@ def build_model(name: str, profiles: list[str], out: Path, console: Console) -> 
     return PortabilityReport(str(samples.path(name)), outcomes, next((r.peer for r in reports if r.peer), None))
 
 
-def table(reports: list[PortabilityReport], unavailable: dict[str, str]) -> Table:
+def table(reports: dict[str, PortabilityReport], unavailable: dict[str, str]) -> Table:
     out = Table(title="edgepack: every sample model for every built-in profile, timed on this host",
                 title_justify="left")
     for column in ("model", "profile", "result", "bundle bytes", "cosine", "p50 ms", "where timed",
                    "onnxruntime p50 ms", "vs onnxruntime"):
         out.add_column(column, justify="left" if column in ("model", "profile", "result", "where timed") else "right")
-    for report in reports:
+    for name, report in reports.items():
         peer = report.peer.as_dict() if report.peer else None
         peer_ms = f"{peer['p50_ms']:.3g}" if peer and peer["p50_ms"] else ""
         for outcome in report.outcomes:
@@ -104,7 +104,7 @@ def table(reports: list[PortabilityReport], unavailable: dict[str, str]) -> Tabl
             latency = outcome.latency.as_dict() if outcome.latency else None
             timed = latency and latency["p50_ms"] is not None
             where = ("" if not latency else short_engine(latency["engine"]) if timed else "not timed")
-            out.add_row(Path(report.model).stem, outcome.profile, result,
+            out.add_row(name, outcome.profile, result,
                         f"{outcome.bytes['bundle']:,}" if outcome.bytes else "",
                         f"{outcome.fidelity['cosine']:.5f}" if outcome.fidelity else "",
                         f"{latency['p50_ms']:.3g}" if timed else "", escape(where), peer_ms,
@@ -115,9 +115,13 @@ def table(reports: list[PortabilityReport], unavailable: dict[str, str]) -> Tabl
 
 
 def short_engine(engine: str) -> str:
-    """The timing engine without the `this host, ` prefix, `(emulated)` kept short."""
-    text = engine.removeprefix("this host, ")
-    return text.split(" (emulated")[0] + (" (emulated)" if "emulated" in text else "")
+    """Where a bundle was timed, in a few words: `cpu provider (C core)`, `OpenVINO`, `Chromium, wasm`,
+    `qemu-aarch64 (emulated)`."""
+    if "emulated" in engine:
+        return "qemu-aarch64 (emulated)"
+    if "Chromium" in engine:
+        return "Chromium, " + engine.rsplit(", ", 1)[-1]
+    return engine.removeprefix("this host, ")
 
 
 def main() -> int:
@@ -135,23 +139,22 @@ def main() -> int:
         else:
             profiles.append(name)
     models = args.models or samples.names()
-    reports = []
+    reports = {}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="edgepack-demo-") as tmp:
         for index, name in enumerate(models, 1):
             console.print(f"[bold]{index}/{len(models)} {escape(name)}[/]: building for {', '.join(profiles)}")
-            reports.append(build_model(name, profiles, Path(tmp), console))
+            reports[name] = build_model(name, profiles, Path(tmp), console)
     console.print(table(reports, unavailable))
-    for report in reports:
+    for name, report in reports.items():
         if report.peer:
-            console.print(escape(f"onnxruntime, {Path(report.model).stem}: {latency_line(report.peer)}"),
-                          highlight=False)
+            console.print(escape(f"onnxruntime, {name}: {latency_line(report.peer)}"), highlight=False)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    data = [report.as_dict() for report in reports]
+    data = [report.as_dict() for report in reports.values()]
     write_bytes_atomically(out / "report.json", (json.dumps({"reports": data}, indent=2) + "\n").encode())
     write_bytes_atomically(out / "report.html", render_many(data, unavailable).encode())
-    cells = [o for r in reports for o in r.outcomes]
+    cells = [o for r in reports.values() for o in r.outcomes]
     failed = [o for o in cells if not o.passed]
     console.print(f"{len(cells) - len(failed)} of {len(cells)} builds ok in {time.perf_counter() - start:.0f} s; "
                   f"report: {escape(str(out / 'report.html'))}")

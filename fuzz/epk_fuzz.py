@@ -24,9 +24,10 @@ from edgepack.runtime.native.build import fuzzer
 SEED_MODELS = ["tiny-cnn", "tiny-transformer", "tiny-if", "silero-vad"]
 
 
-def seed_plans(folder: Path) -> list[Path]:
+def seed_plans(folder: Path, names: list[str] = SEED_MODELS) -> list[Path]:
+    """The sample models' plans (pinned to their sample inputs' shapes), written into `folder`."""
     paths = []
-    for name in SEED_MODELS:
+    for name in names:
         model = load_model(samples.path(name)).model
         check_model(model, name)
         plan = lower(slim(model)[0], {k: v.shape for k, v in samples.feeds(name).items()})

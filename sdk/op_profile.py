@@ -78,8 +78,8 @@ def profile_plan(plan: Path, feeds: dict[str, np.ndarray], runs: int = 10, devic
             proc = subprocess.run([*command, str(plan), tmp, "--repeat", str(runs), *map(str, paths)],
                                   capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise EdgepackError(f"{runs} run{'s' if runs > 1 else ''} of the plan took over {timeout_s:g} s on "
-                                f"{device}{' (emulated)' if emulated else ''}", where=str(plan),
+            raise EdgepackError(f"{runs} run{'s' if runs > 1 else ''} of the plan took over {timeout_s:g} s"
+                                f"{' under emulation' if emulated else ''}", where=device,
                                 fix="time it on the device itself: edgepack bench BUNDLE --device "
                                     "ssh://user@board (or adb)") from None
     if proc.returncode != 0:

@@ -39,18 +39,43 @@ def render(report: dict[str, Any]) -> str:
 
 
 def render_many(reports: list[dict[str, Any]], unavailable: dict[str, str]) -> str:
-    """Several models' portability on one page: an overview of the scores, then each model's section;
-    `unavailable` names the profiles this version could not build here, with the reason."""
-    rows = "".join(f"<tr><td><a href=\"#{_anchor(r['model'])}\">{escape(_name(r['model']))}</a></td>"
-                   f"<td>{r['score']:.0%}</td><td>{sum(p['passed'] for p in r['profiles'])} of {len(r['profiles'])}"
-                   f"</td></tr>" for r in reports)
+    """Several models' portability on one page: a latency matrix of model x profile (p50 on this host and its ratio
+    to onnxruntime on the source model), then each model's section; `unavailable` names the profiles this version
+    could not build here, with the reason."""
+    profiles = list(dict.fromkeys(row["profile"] for report in reports for row in report["profiles"]))
+    head = "".join(f"<th>{escape(name)}</th>" for name in ["model", "score", *profiles, "onnxruntime"])
+    rows = []
+    for report in reports:
+        cells = {row["profile"]: _matrix_cell(row, report.get("peer")) for row in report["profiles"]}
+        peer = report.get("peer") or {}
+        rows.append(f"<tr><td><a href=\"#{_anchor(report['model'])}\">{escape(_name(report['model']))}</a></td>"
+                    f"<td>{report['score']:.0%}</td>"
+                    + "".join(f"<td>{cells.get(name, '')}</td>" for name in profiles)
+                    + f"<td>{_ms(peer.get('p50_ms'))}</td></tr>")
     missing = "".join(f"<li>{escape(name)}: {escape(reason)}</li>" for name, reason in unavailable.items())
     overview = "\n".join([
         f"<h1>edgepack: {len(reports)} models for every profile</h1>",
-        "<table id=\"overview\"><thead><tr><th>model</th><th>portability score</th><th>profiles within "
-        f"tolerance</th></tr></thead><tbody>{rows}</tbody></table>",
+        "<p>Each cell: the bundle's median latency on this host and its ratio to onnxruntime on the source model "
+        "(one thread, the same inputs); <span class=\"bad\">emulated</span> where the time is qemu's, not a "
+        "device's.</p>",
+        f"<table id=\"overview\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>",
         f"<p>Profiles not available here:</p><ul>{missing}</ul>" if missing else ""])
     return _page("edgepack: portability of every model", [overview, *(_section(r, "h2") for r in reports)])
+
+
+def _matrix_cell(row: dict[str, Any], peer: dict[str, Any] | None) -> str:
+    if not row["passed"]:
+        return "<span class=\"bad\">" + ("below tolerance" if row["built"] else "failed") + "</span>"
+    latency = row["latency"]
+    if not latency or latency["p50_ms"] is None:
+        return "<span class=\"note\">not timed</span>"
+    ratio = peer_ratio(latency, peer)
+    shown = "<span class=\"bad\">emulated</span>" if ratio == "emulated" else escape(ratio)
+    return f"{_ms(latency['p50_ms'])}<br>{shown}"
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g} ms"
 
 
 def _page(title: str, sections: list[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ class Session:
         `manifest.json` is not written yet (the build's verify stage runs the bundle before it assembles that).
         `stand_ins`: a partition of a provider that runs under emulation here (`neon`) runs its own artefact on that
         provider's host stand-in (`cpu`) instead; `stood_in` lists those partitions' ids."""
+        self._running = threading.Lock()
         self.requested = list(providers) if providers else None
         self.provider_options = provider_options or {}
         self.full_precision = full_precision
@@ -132,11 +134,14 @@ class Session:
         return options
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Outputs by name; feeds are checked against the inputs' names, dtypes and fixed dims first."""
+        """Outputs by name; feeds are checked against the inputs' names, dtypes and fixed dims first. A session may
+        be called from several threads: its runs take turns (a partition's memory holds one run at a time); for
+        runs in parallel, open one session per thread."""
         values = dict(self._checked(feeds))
-        for partition in self.partitions:
-            outputs = partition.compiled.run({name: values[name] for name in partition.info["inputs"]})
-            values.update(outputs)
+        with self._running:
+            for partition in self.partitions:
+                outputs = partition.compiled.run({name: values[name] for name in partition.info["inputs"]})
+                values.update(outputs)
         return {spec.name: values[spec.name] for spec in self.outputs}
 
     def _checked(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -37,6 +37,7 @@ from .model_check import (
     declared_shapes_contradicted,
     infer_shapes,
     initializers_as_constants,
+    non_finite_weights,
     without_output_shapes,
 )
 from .model_runner import model_inputs, profile_runner
@@ -227,12 +228,18 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
         pinned_shapes(state.checked, state.target.product)
     report.source_nodes, report.source_bytes = count_nodes(state.source.model), state.source.bytes
     report.source_ops = sorted({node.op_type for node in state.source.model.graph.node})
+    non_finite = non_finite_weights(checked)
+    if non_finite:
+        report.warnings.append(f"weights hold NaN or Inf: {', '.join(non_finite[:5])}"
+                               + (f" and {len(non_finite) - 5} more" if len(non_finite) > 5 else "")
+                               + "; the bundle computes with them as the source does")
     if state.options.calibration is not None:
         state.samples = load_calibration(state.options.calibration, model_inputs(state.checked))
     return (f"{report.source_nodes} nodes" + (f", pinned {' '.join(state.pins)}" if state.pins else "")
             + (f", decomposed {', '.join(report.decomposed)}" if report.decomposed else "")
             + (f", {constants} weights listed as inputs kept as constants" if constants else "")
-            + (f", {state.conversion}" if state.conversion else ""))
+            + (f", {state.conversion}" if state.conversion else "")
+            + ("; warning: weights hold NaN or Inf" if non_finite else ""))
 
 
 def slim_stage(state: BuildState, progress: Reporter) -> str:

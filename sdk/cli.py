@@ -93,6 +93,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         table.add_row("per node", "", escape(per_node_summary(report.per_node)))
     table.add_row("time", "", f"{sum(s.seconds for s in report.stages):.2f} s")
     stdout.print(table)
+    for warning in report.warnings:
+        stderr.print(f"[bold yellow]warning:[/] {escape(warning)}")
     stdout.print(f"bundle: [bold]{escape(str(result.bundle_dir))}[/]")
     return 0
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import numpy as np
 import onnx
-from onnx import shape_inference
+from onnx import numpy_helper, shape_inference
 
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.graph_protos import iter_graph_protos
@@ -43,6 +44,26 @@ def _check_not_empty(model: onnx.ModelProto, where: str) -> None:
         raise EdgepackError(f"the model's graph has no nodes: its outputs ({', '.join(o.name for o in graph.output)}) "
                             "are its inputs or stored constants, so there is nothing to build", where=where,
                             fix="export the model with its computation (a truncated or placeholder export has none)")
+
+
+def non_finite_weights(model: onnx.ModelProto) -> list[str]:
+    """The float weights (initializers and Constant values, subgraphs included) that hold NaN or Inf, each as
+    `name (N of M values)`: a model that computes with them is rarely what its exporter meant."""
+    found = []
+    for graph in iter_graph_protos(model.graph):
+        tensors = [*graph.initializer, *(attribute.t for node in graph.node if node.op_type == "Constant"
+                                         for attribute in node.attribute if attribute.name == "value")]
+        for tensor in tensors:
+            if tensor.data_type not in FLOAT_TYPES or tensor.data_location == onnx.TensorProto.EXTERNAL:
+                continue
+            values = numpy_helper.to_array(tensor)
+            bad = int(values.size - np.count_nonzero(np.isfinite(values)))
+            if bad:
+                found.append(f"{tensor.name or '(a Constant)'} ({bad} of {values.size} values)")
+    return found
+
+
+FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 
 
 def infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:

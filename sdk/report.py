@@ -62,6 +62,8 @@ class BuildReport:
     fidelity: dict[str, Any] | None = None
     per_node: dict[str, Any] | None = None
     """With --per-node: the first value that drifts from the fp32 source, and the worst ones (`sdk/per_node.py`)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the build let through but the user should know (weights that hold NaN or Inf)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,4 +81,5 @@ class BuildReport:
             "decomposed": self.decomposed,
             "fidelity": self.fidelity,
             "per_node": self.per_node,
+            "warnings": self.warnings,
         }

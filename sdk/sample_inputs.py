@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -29,6 +30,10 @@ class Spec(Protocol):
     def dtype(self) -> str: ...
     @property
     def shape(self) -> Sequence[int | str | None] | None: ...
+
+
+MAX_GENERATED_ELEMENTS = 1 << 28
+"""The largest input generated as sample data (1 GiB of float32)."""
 
 
 def sample_feeds(specs: Sequence[Spec], seed: int = 0, dims: Mapping[str, int] | None = None,
@@ -61,6 +66,12 @@ def _shape(spec: Spec, sizes: dict[str, int]) -> tuple[int, ...]:
             shape.append(sizes.setdefault(dim, FIRST_AXIS if axis == 0 else OTHER_AXES))
         else:
             shape.append(FIRST_AXIS if axis == 0 else OTHER_AXES)
+    elements = math.prod(shape)
+    if elements > MAX_GENERATED_ELEMENTS:
+        raise EdgepackError(f"input {spec.name!r} of shape {shape} has {elements:,} elements, too many to generate "
+                            f"sample data for (at most {MAX_GENERATED_ELEMENTS:,})", where=f"input {spec.name!r}",
+                            fix="pin the sizes it will run at with --input-shape, or give the input yourself "
+                                "(--input NAME=FILE.npy)")
     return tuple(shape)
 
 

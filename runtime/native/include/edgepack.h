@@ -54,7 +54,10 @@ ep_status ep_open(const void *plan, size_t plan_len, void *memory, size_t memory
 /* The message of the last failed ep_open on this memory ("" when none). */
 const char *ep_open_error(const void *memory, size_t memory_len);
 
-/* Runs every op once; inputs must have been written first. */
+/* Runs every op once; inputs must have been written first.
+   Threads: the core has no global state. One session runs one ep_run at a time (its arena holds the run), so a
+   session used from several threads needs the caller's lock; sessions opened on separate memory may run at once,
+   and may share one plan (it is only read). */
 ep_status ep_run(ep_session *session);
 
 /* The message of the last error of this session ("" when none). */

@@ -27,7 +27,7 @@ from edgepack.targets import TARGETS, BundleInput, Target
 
 from .build_checks import bundle_name, check_options, excluded_nodes, opset_range
 from .build_manifest import assemble_manifest, bundle_ports, quantize_summary, slower_compute
-from .bundle_writer import check_output_folder, refuse_existing, staged_bundle
+from .bundle_writer import bundle_lock, check_output_folder, refuse_existing, staged_bundle
 from .calibration_inputs import CalibrationSource, load_calibration
 from .input_shapes import pin_shapes
 from .manifest import write_manifest
@@ -177,24 +177,25 @@ def build(
     state = BuildState(model_path, profile, options, BuildReport(str(model_path), profile.name, profile.target,
                                                                  str(final)), shared=shared or SharedWork())
     progress = reporter or SilentReporter()
-    for stage in (load_stage, slim_stage, quantize_stage, oracle_stage):
-        run_stage(stage, state, progress)
-    state.lowerer = Lowerer(profile, state.target.forms, state.target.product)
-    try:
-        with staged_bundle(final, force) as state.staging:
-            for stage in PACKAGE_STAGES:
-                run_stage(stage, state, progress)
-            if needs_mixed_precision(state):
-                run_stage(mixed_precision_stage, state, progress)
-            if needs_full_precision(state):
-                run_stage(full_precision_stage, state, progress)
-            if per_node and state.options.verify:
-                run_stage(per_node_stage, state, progress)
-            manifest = assemble_manifest(state)
-            write_manifest(state.staging, manifest)
-            refuse_fidelity_loss(state)
-    finally:
-        state.lowerer.close()
+    with bundle_lock(final):
+        for stage in (load_stage, slim_stage, quantize_stage, oracle_stage):
+            run_stage(stage, state, progress)
+        state.lowerer = Lowerer(profile, state.target.forms, state.target.product)
+        try:
+            with staged_bundle(final, force) as state.staging:
+                for stage in PACKAGE_STAGES:
+                    run_stage(stage, state, progress)
+                if needs_mixed_precision(state):
+                    run_stage(mixed_precision_stage, state, progress)
+                if needs_full_precision(state):
+                    run_stage(full_precision_stage, state, progress)
+                if per_node and state.options.verify:
+                    run_stage(per_node_stage, state, progress)
+                manifest = assemble_manifest(state)
+                write_manifest(state.staging, manifest)
+                refuse_fidelity_loss(state)
+        finally:
+            state.lowerer.close()
     return BuildResult(final, manifest, state.report, state.oracle.samples[0])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import tempfile
@@ -35,6 +36,33 @@ def _not_writable(folder: Path, error: OSError) -> EdgepackError:
                          where=str(Path(error.filename or folder).absolute()),
                          fix="choose a folder on a writable filesystem with space, that this user may write to, "
                              "with -o")
+
+
+@contextmanager
+def bundle_lock(final: Path) -> Iterator[None]:
+    """Holds `.<bundle>.lock` beside the bundle while it is built, so that a second build of the same bundle at the
+    same time is refused at once rather than racing the first to the final rename. The file goes when the build
+    ends."""
+    path = final.with_name(f".{final.name}.lock")
+    try:
+        handle = path.open("a")
+    except OSError as error:
+        raise _not_writable(final.parent, error) from None
+    locked = False
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = path.exists() and path.stat().st_ino == os.fstat(handle.fileno()).st_ino
+        except BlockingIOError:
+            pass
+        if not locked:
+            raise EdgepackError(f"another edgepack build is writing {str(final)!r} now", where=str(final.absolute()),
+                                fix="wait for it to finish, or build into another folder with -o")
+        yield
+    finally:
+        if locked:
+            path.unlink(missing_ok=True)
+        handle.close()
 
 
 def refuse_existing(final: Path, force: bool) -> None:

@@ -62,7 +62,7 @@ def ports(plan: Plan, indices: list[int]) -> list[Port]:
     return found
 
 
-def _c_string(text: str) -> str:
+def c_string(text: str) -> str:
     """A C string literal of `text`'s UTF-8 bytes: ASCII letters, digits and ` ._-:/` as they are, others escaped."""
     safe = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ._-:/")
     return '"' + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in text.encode()) + '"'
@@ -70,7 +70,7 @@ def _c_string(text: str) -> str:
 
 def _descriptor(port: Port, index: int) -> str:
     dims = ", ".join(map(str, port.shape)) or "0"
-    return (f"{{{_c_string(port.name)}, {EP_DTYPES[port.dtype]}, {len(port.shape)}, {{{dims}}}, {port.bytes}u, "
+    return (f"{{{c_string(port.name)}, {EP_DTYPES[port.dtype]}, {len(port.shape)}, {{{dims}}}, {port.bytes}u, "
             f"{index}u}}")
 
 
@@ -84,7 +84,7 @@ def header(model: str, inputs: list[Port], outputs: list[Port], version: str) ->
         for port in group:
             c_type = C_TYPES[port.dtype]
             declarations += [
-                f"/* {kind} {_c_string(port.name)}: {_shape_text(port)}"
+                f"/* {kind} {c_string(port.name)}: {_shape_text(port)}"
                 + (" (bools as bytes, 0 or 1)" if port.dtype == "bool" else "") + " */",
                 f"extern const {model}_tensor {model}_{kind}_{port.ident};",
                 f"{const}{c_type} *{model}_{kind}_{port.ident}_data({const}{model} *model);",

@@ -58,9 +58,9 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     write_file(staging / "src" / f"{name}_plan.S", render("plan.S", MODEL=name))
     sources.append(f"src/{name}.c")
     _write_build_files(staging, name, sorted(sources))
-    input_names = ", ".join(port.name for port in inputs)
+    input_list = c_api.c_string(", ".join(port.name for port in inputs))  # a C string literal, in a comment too
     write_file(staging / "example" / "main.c", render("main.c", MODEL=name, PREFIX=name.upper(),
-                                                      INPUT_NAMES=input_names))
+                                                      INPUT_LIST=input_list))
     for file in NPY_SOURCES:
         write_file(staging / "example" / file, (core_sources.NATIVE / "cli" / file).read_text())
     write_file(staging / "README.md", render(

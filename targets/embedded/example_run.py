@@ -50,8 +50,9 @@ class ExampleRun:
 
 
 def output_file(name: str) -> str:
-    """The example's file name for output `name` (as `edgepack run -o` names files)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy"
+    """The example's file name for output `name`: as the example writes it, each byte of the UTF-8 name other than
+    an ASCII letter, digit, `.`, `_` or `-` becomes `_` (a non-ASCII character, of several bytes, several)."""
+    return re.sub(rb"[^A-Za-z0-9._-]", b"_", name.encode()).decode() + ".npy"
 
 
 def read_library(bundle: str | Path) -> Library:

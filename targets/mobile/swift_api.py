@@ -87,7 +87,17 @@ def swift_ports(values: list[tuple[str, str, tuple[int, ...]]], reserved: frozen
 
 
 def swift_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A one-line Swift string literal of `text`: backslashes and quotes escaped (so no `\\(` interpolation), control
+    characters and line separators as `\\u{...}`."""
+    return '"' + "".join(_swift_character(c) for c in text) + '"'
+
+
+def _swift_character(character: str) -> str:
+    if character in '\\"':
+        return "\\" + character
+    if ord(character) < 0x20 or ord(character) == 0x7F or character in "\u2028\u2029\x85":
+        return f"\\u{{{ord(character):x}}}"
+    return character
 
 
 def swift_dictionary(mapping: dict[str, str]) -> str:
@@ -193,9 +203,9 @@ def test_checks(outputs: list[SwiftPort]) -> str:
         expected = f"try stored({swift_string(stored_name('expected', port))}, as: {SWIFT_VALUES[port.dtype]}.self)"
         if port.dtype == "float32":
             lines.append(f"        XCTAssertGreaterThanOrEqual(cosine(output.{port.ident}Values, {expected}), "
-                         f"minimumCosine, \"{port.name}\")")
+                         f"minimumCosine, {swift_string(port.name)})")
         else:
-            lines.append(f"        XCTAssertEqual(output.{port.ident}Values, {expected}, \"{port.name}\")")
+            lines.append(f"        XCTAssertEqual(output.{port.ident}Values, {expected}, {swift_string(port.name)})")
     return "\n".join(lines)
 
 

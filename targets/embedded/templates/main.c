@@ -2,7 +2,7 @@
    digits, '.', '_' and '-' become '_').
    usage: @MODEL@_example PLAN.epk OUT_DIR [--repeat N] INPUT.npy...
    (built with EMBED_PLAN, PLAN.epk may be --embedded: the plan linked into the program)
-   Inputs come in the order of @MODEL@_inputs (@INPUT_NAMES@). --repeat N runs N times and prints the load time,
+   Inputs come in the order of @MODEL@_inputs (@INPUT_LIST@). --repeat N runs N times and prints the load time,
    every run's time in order, their median and the process's peak resident memory (Linux). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,8 +109,8 @@ int main(int argc, char **argv) {
         timed = 1;
     }
     if (argc - first_input != @PREFIX@_INPUT_COUNT || repeat < 1 || repeat > 1024) {
-        fprintf(stderr, "usage: %s PLAN.epk OUT_DIR [--repeat 1-1024] INPUT.npy... (%d inputs: @INPUT_NAMES@)\n",
-                argv[0], @PREFIX@_INPUT_COUNT);
+        fprintf(stderr, "usage: %s PLAN.epk OUT_DIR [--repeat 1-1024] INPUT.npy... (%d inputs: %s)\n",
+                argv[0], @PREFIX@_INPUT_COUNT, @INPUT_LIST@);
         return 2;
     }
     char error[EP_ERROR_CAPACITY];

@@ -194,7 +194,7 @@ def _lost(result: BuildResult) -> list[str]:
     lost = []
     stages = {s.name: s.summary for s in report.stages}
     if report.decomposed:
-        lost.append(f"contrib ops decomposed: {', '.join(report.decomposed)}")
+        lost.append(f"ops rewritten at load: {', '.join(report.decomposed)}")
     quantized = stages.get("quantize", "")
     if quantized and not quantized.startswith("fp32"):
         lost.append(f"precision: {quantized}")

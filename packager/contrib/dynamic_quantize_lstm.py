@@ -15,8 +15,8 @@ WEIGHTS = ((1, 8, 9), (2, 10, 11))
 """(weight input, scale input, zero point input) for W and R."""
 
 
-def dynamic_quantize_lstm(node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto]
-                          ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+def dynamic_quantize_lstm(node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto],
+                          dims: dict[str, list[int | None]]) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
     inputs = list(node.input) + [""] * (12 - len(node.input))
     tensors = []
     for weight, scale, zero_point in WEIGHTS:

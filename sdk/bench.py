@@ -14,13 +14,12 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from edgepack.runtime.bundle_format import MANIFEST, read_manifest, sha256_file
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.model_file import resolve_model_path
 
 from .input_files import check_names
 from .peak_rss import PeakRSS
 from .sample_inputs import dims_of, sample_feeds
+from .source_model import peer_model_path
 
 PEERS = ("onnxruntime",)
 NOTE = "Timings on a shared machine are noisy: compare the ratios, not the absolute figures."
@@ -191,24 +190,6 @@ def import_onnxruntime() -> Any:
         raise EdgepackError("--compare onnxruntime needs the onnxruntime package, which is not installed",
                             fix="pip install onnxruntime") from None
     return onnxruntime
-
-
-def peer_model_path(model: Path, source: str | Path | None) -> Path:
-    """The .onnx onnxruntime runs: `source` if given, else the model itself; a bundle needs `source`."""
-    if not (model.is_dir() and (model / MANIFEST).is_file()):
-        return resolve_model_path(source if source is not None else model)
-    manifest = read_manifest(model, verify=False)
-    recorded = manifest.get("source", {})
-    if source is None:
-        from .bench_chromium import find_source
-
-        return find_source(model, manifest, None)
-    path = resolve_model_path(source)
-    if recorded.get("sha256") and sha256_file(path) != recorded["sha256"]:
-        raise EdgepackError(f"--source {str(path)!r} is not the model this bundle was built from (its sha256 differs "
-                            f"from the manifest's source {recorded.get('file', '?')!r})", where=str(path.absolute()),
-                            fix="pass the .onnx the bundle was built from")
-    return path
 
 
 def onnxruntime_engine(path: Path, threads: int) -> _Engine:

@@ -27,13 +27,14 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgepack.runtime.bundle_format import read_manifest, sha256_file
+from edgepack.runtime.bundle_format import read_manifest
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_device import TOLERANCE, result_dict
+from .bench_result import TOLERANCE, result_dict
 from .devices.local import HostDevice
 from .input_files import check_names
 from .sample_inputs import dims_of, sample_feeds
+from .source_model import find_source
 
 DEVICE = "chromium"
 PROVIDERS = {"webgpu": ["webgpu", "wasm"], "wasm": ["wasm"]}
@@ -196,38 +197,6 @@ def read_web_bundle(bundle: str | Path) -> tuple[Path, dict[str, Any]]:
         raise EdgepackError(f"the web bundle {str(bundle)!r} has no index.js", where=str(folder.absolute()),
                             fix="rebuild it with `edgepack build MODEL --profile web`")
     return folder, manifest
-
-
-def find_source(folder: Path, manifest: dict[str, Any], source: str | Path | None) -> Path:
-    """The .onnx the bundle was built from: `source`, else the file the manifest names (same sha256) beside the
-    bundle or in the sample cache."""
-    recorded = manifest.get("source", {})
-    if source is not None:
-        path = Path(source)
-        if not path.is_file():
-            raise EdgepackError(f"--source {str(source)!r} is not a file", where=str(path.absolute()),
-                                fix="pass the .onnx the bundle was built from")
-        if recorded.get("sha256") and sha256_file(path) != recorded["sha256"]:
-            raise EdgepackError(f"--source {str(path)!r} is not the model this bundle was built from (its sha256 "
-                                f"differs from the manifest's source {recorded.get('file', '?')!r})",
-                                where=str(path.absolute()), fix="pass the .onnx the bundle was built from")
-        return path
-    name = recorded.get("file")
-    if name and recorded.get("sha256"):
-        from edgepack.samples import cache_dir
-
-        for root in (folder.parent, folder.parent.parent, Path.cwd()):
-            candidate = root / name
-            if candidate.is_file() and sha256_file(candidate) == recorded["sha256"]:
-                return candidate
-        if cache_dir().is_dir():
-            for candidate in cache_dir().rglob(name):
-                if candidate.is_file() and sha256_file(candidate) == recorded["sha256"]:
-                    return candidate
-    raise EdgepackError(f"the source model of {str(folder)!r} ({name or '?'}) was not found beside the bundle, in "
-                        "the working folder or in the sample cache with the manifest's sha256: the peer (and a web "
-                        "bundle's reference check) run the source model", where=str(folder.absolute()),
-                        fix="pass the .onnx the bundle was built from with --source PATH")
 
 
 def serialized_for_ort(path: Path) -> bytes:

@@ -69,8 +69,9 @@ def cmd_bench_device(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_library(args: argparse.Namespace) -> int:
-    from .bench_device import bench_library, summary_lines
+    from .bench_device import bench_library
     from .bench_html import ratio_lines
+    from .bench_result import summary_lines
     from .input_files import load_inputs
     from .sample_inputs import parse_dims
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from edgepack.runtime.errors import EdgepackError
 
+from .bench_result import SCHEMA
 from .portability_html import (
     BAR_WIDTH,
     EMULATED_COLOUR,
@@ -23,8 +24,6 @@ from .portability_html import (
     row_label,
     svg_figure,
 )
-
-SCHEMA = "edgepack-bench/1"
 
 
 def read_results(paths: list[Path]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from edgepack.runtime.errors import EdgepackError
 
+from .bench_result import check_output, result_dict
 from .devices import Device, DeviceFacts
 from .peak_rss import PeakRSS
 
@@ -64,7 +65,6 @@ def peer_result(peer: str, source: Path, feeds: Feeds, beside: dict[str, Any], d
     the source model; the result in the bench schema."""
     from edgepack.runtime import Session
 
-    from .bench_device import check_output, result_dict
 
     gc.collect()
     with PeakRSS() as rss:

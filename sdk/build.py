@@ -180,23 +180,29 @@ def build(
     with bundle_lock(final):
         for stage in (load_stage, slim_stage, quantize_stage, oracle_stage):
             run_stage(stage, state, progress)
-        state.lowerer = Lowerer(profile, state.target.forms, state.target.product)
-        try:
-            with staged_bundle(final, force) as state.staging:
-                for stage in PACKAGE_STAGES:
-                    run_stage(stage, state, progress)
-                if needs_mixed_precision(state):
-                    run_stage(mixed_precision_stage, state, progress)
-                if needs_full_precision(state):
-                    run_stage(full_precision_stage, state, progress)
-                if per_node and state.options.verify:
-                    run_stage(per_node_stage, state, progress)
-                manifest = assemble_manifest(state)
-                write_manifest(state.staging, manifest)
-                refuse_fidelity_loss(state)
-        finally:
-            state.lowerer.close()
+        manifest = package(state, progress, final, force)
     return BuildResult(final, manifest, state.report, state.oracle.samples[0])
+
+
+def package(state: BuildState, progress: Reporter, final: Path, force: bool) -> dict[str, Any]:
+    """The packaging stages in a staging folder that replaces `final` once the manifest is written; returns it."""
+    state.lowerer = Lowerer(state.profile, state.target.forms, state.target.product)
+    try:
+        with staged_bundle(final, force) as state.staging:
+            for stage in PACKAGE_STAGES:
+                run_stage(stage, state, progress)
+            if needs_mixed_precision(state):
+                run_stage(mixed_precision_stage, state, progress)
+            if needs_full_precision(state):
+                run_stage(full_precision_stage, state, progress)
+            if state.options.per_node and state.options.verify:
+                run_stage(per_node_stage, state, progress)
+            manifest = assemble_manifest(state)
+            write_manifest(state.staging, manifest)
+            refuse_fidelity_loss(state)
+    finally:
+        state.lowerer.close()
+    return manifest
 
 
 def run_stage(stage: Stage, state: BuildState, progress: Reporter) -> None:

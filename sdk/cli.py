@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -431,23 +429,8 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Runs one command; a SIGTERM ends it as a Ctrl-C does (exit 130, the build's temporary folder removed)."""
     args = parser().parse_args(argv)
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
-    try:
-        return _run(args)
-    finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except EdgepackError as exc:

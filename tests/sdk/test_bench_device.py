@@ -21,7 +21,8 @@ import pytest
 
 import edgepack
 from edgepack import samples
-from edgepack.bench_device import LatencyFigures, bench_library
+from edgepack.bench_device import bench_library
+from edgepack.bench_result import LatencyFigures
 from edgepack.devices import open_device
 from edgepack.devices.ssh import SshDevice
 from edgepack.portability_html import EMULATED_COLOUR, LATENCY_COLOUR

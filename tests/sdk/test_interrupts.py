@@ -61,12 +61,12 @@ def test_a_signal_during_the_build_leaves_the_older_bundle(older: tuple[Path, Pa
     time.sleep(share * whole_s)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    assert "Traceback" not in err
-    assert leftovers(out) == []
+    assert "Traceback" not in err and leftovers(out) == []
+    assert proc.returncode in (130, 0, -signal.SIGTERM), err  # -SIGTERM: after the command, as the process ended
     if proc.returncode == 130:
-        assert "interrupted" in err and contents(out) == before
-    else:  # it finished first: then the new bundle is whole
-        assert proc.returncode == 0 and read_manifest(out / "model-generic")
+        assert "interrupted" in err
+    if contents(out) != before:  # the build got to its end first: the new bundle is whole
+        assert read_manifest(out / "model-generic")
 
 
 def test_two_builds_of_one_bundle_at_once(older: tuple[Path, Path, float], tmp_path: Path) -> None:

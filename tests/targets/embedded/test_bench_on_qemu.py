@@ -12,7 +12,7 @@ import pytest
 
 import edgepack
 from edgepack import samples
-from edgepack.bench_device import check_output
+from edgepack.bench_result import check_output
 
 from .library_builds import LibraryBuilds
 

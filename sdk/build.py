@@ -46,7 +46,7 @@ from .per_node import per_node, per_node_summary
 from .profile import load_profile
 from .report import BuildReport, Reporter, SilentReporter, StageRecord
 from .sample_inputs import integer_limits, sample_feeds
-from .shared_work import SharedWork
+from .shared_work import SharedWork, digest
 from .tune import SpeedChoice, choose_int8_compute
 from .verify import Oracle, SampleInputs, fidelity_summary, measure, run_oracle
 
@@ -105,6 +105,8 @@ class BuildState:
     """The activation precision the bundle computes in (int8 is left out where it is not faster)."""
     kept: list[str] = field(default_factory=list)
     """Nodes kept in fp32 for fidelity by mixed precision."""
+    searching: bool = False
+    """Mixed precision is trying candidates: verify leaves out the run under emulation until the one that ships."""
     quantized: QuantizeResult | None = None
     oracle: Oracle | None = None
     lowerer: Lowerer | None = None
@@ -336,7 +338,7 @@ def bundle_stage(state: BuildState, progress: Reporter) -> str:
         leftover.unlink() if leftover.is_file() else shutil.rmtree(leftover)
     bundle_input = BundleInput(state.quantized.model, bundle_name(state.model_path, state.profile), state.profile,
                                state.lowered, state.oracle.samples[0],
-                               state.oracle.expected[0] if state.oracle.expected else None)
+                               state.oracle.expected[0] if state.oracle.expected else None, trial=state.searching)
     state.report.partitions = state.target.write(bundle_input, state.staging)
     state.report.bundle_bytes = sum(p.stat().st_size for p in state.staging.rglob("*") if p.is_file())
     return f"{len(state.report.partitions)} partition(s), {state.report.bundle_bytes:,} bytes"
@@ -347,7 +349,8 @@ def verify_stage(state: BuildState, progress: Reporter) -> str:
     if not state.options.verify:
         state.fidelity = None
         return "skipped (verify=False)"
-    state.fidelity = measure(state.staging, state.oracle, state.profile, state.target.runtime, bundle_ports(state))
+    state.fidelity = measure(state.staging, state.oracle, state.profile, state.target.runtime, bundle_ports(state),
+                             emulate=not state.searching)
     return fidelity_summary(state.fidelity)
 
 
@@ -376,17 +379,36 @@ def needs_mixed_precision(state: BuildState) -> bool:
 
 def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
     """Keep the most sensitive quantized nodes in fp32, doubling how many, until the tolerance holds with its
-    margin."""
+    margin. A profile that quantized the same graph alike and verifies it on the same providers as one built before
+    in this run starts from the nodes that one kept. Candidates are written as trials (no compiled libraries) and
+    verified on the host only; the bundle that ships is then written and verified in full (under emulation too)."""
     first = state.quantized
-    order = sensitivity_order(state.slimmed, first, state.oracle, state.profile)
-    for kept in doubling(order):
-        state.kept = kept
-        state.quantized = state.requantize(state.kept_in_float)
-        for stage in PACKAGE_STAGES:
-            stage(state, progress)
-        if within_margin(state):
-            break
-    return f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32: {fidelity_summary(state.fidelity)}"
+    key = (digest(first.model), state.profile.required_cosine, tuple(state.profile.providers))
+    known = state.shared.kept.get(key)
+    state.searching = True
+    try:
+        if known is not None:
+            _package_keeping(state, known, progress)
+        if known is None or not within_margin(state):
+            for kept in doubling(sensitivity_order(state.slimmed, first, state.oracle, state.profile)):
+                _package_keeping(state, kept, progress)
+                if within_margin(state):
+                    break
+    finally:
+        state.searching = False
+    state.shared.kept[key] = state.kept
+    bundle_stage(state, progress)
+    verify_stage(state, progress)
+    return (f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32" + (" (shared)" if known is not None else "")
+            + f": {fidelity_summary(state.fidelity)}")
+
+
+def _package_keeping(state: BuildState, kept: list[str], progress: Reporter) -> None:
+    """The bundle made again with the nodes in `kept` left in fp32, and verified."""
+    state.kept = kept
+    state.quantized = state.requantize(state.kept_in_float)
+    for stage in PACKAGE_STAGES:
+        stage(state, progress)
 
 
 def needs_full_precision(state: BuildState) -> bool:

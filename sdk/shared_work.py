@@ -1,5 +1,6 @@
 """Work that the profiles of one multi-profile build share: where two profiles check the model to the same graph,
-it is slimmed once and the source's outputs are computed once."""
+it is slimmed once and the source's outputs are computed once; where they quantize it alike, mixed precision starts
+from the nodes the first one kept in fp32."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ def digest(model: onnx.ModelProto) -> str:
 
 
 class SharedWork:
-    """Slimmed models and oracles by the digest of the checked model they came from."""
+    """Slimmed models and oracles by the digest of the checked model they came from, and mixed precision's choices."""
 
     def __init__(self) -> None:
         self._slimmed: dict[str, tuple[bytes, list[PassRecord]]] = {}
         self._oracles: dict[Hashable, Oracle] = {}
+        self.kept: dict[Hashable, list[str]] = {}
+        """The nodes mixed precision kept in fp32, by (quantized model digest, min cosine, providers)."""
 
     def slim(self, checked: onnx.ModelProto, on_pass: Callable[[str], None]) -> tuple[onnx.ModelProto,
                                                                                       list[PassRecord], bool]:

@@ -30,6 +30,9 @@ class BundleInput:
     expected: dict[str, np.ndarray] | None
     """The fp32 source's outputs on `example`, for targets that ship a test against them (the Swift package); None
     where the target asks none (`Target.ships_expected`) and the build is not verified."""
+    trial: bool = False
+    """A candidate of mixed precision, written only to be verified: the target may leave out what only the bundle
+    that ships needs (compiled libraries, archives). The partitions' artefacts must be written."""
 
 
 Write = Callable[[BundleInput, Path], list[dict[str, Any]]]

@@ -53,6 +53,12 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
 
     plan_bytes = write(plan)
     write_file(staging / "src" / "main" / "assets" / asset, plan_bytes)
+    onnx_path = f"{part.id}.onnx"
+    write_file(staging / onnx_path, part.model.SerializeToString(deterministic=True))
+    entry = {"id": part.id, "provider": part.provider, "artifact": f"src/main/assets/{asset}", "onnx": onnx_path,
+             "inputs": part.inputs, "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops}
+    if bundle.trial:  # verified on its plan only: no libraries, Java or AAR
+        return [entry]
     java = staging / "src" / "main" / "java" / Path(*package.split("."))
     write_file(java / f"{cls}.java", java_api.source(package, cls, library, asset, description, inputs, outputs))
     write_file(java / "EdgepackException.java", render("EdgepackException.java", PACKAGE=package))
@@ -74,14 +80,10 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     _write_aar(staging, staging / aar, package, java, libraries, asset)
     _write_readme(staging, module, model, package, cls, asset, len(plan_bytes), libraries, selection, inputs,
                   outputs, bundle.profile.name, __version__)
-    onnx_path = f"{part.id}.onnx"
-    write_file(staging / onnx_path, part.model.SerializeToString(deterministic=True))
     android = {"module": module, "package": package, "class": cls, "library": library, "aar": aar,
                "min_sdk": native.MIN_SDK, "libraries": libraries,
                "inputs": [p.name for p in inputs], "outputs": [p.name for p in outputs]}
-    return [{"id": part.id, "provider": part.provider, "artifact": f"src/main/assets/{asset}", "onnx": onnx_path,
-             "inputs": part.inputs, "outputs": part.outputs, "nodes": part.nodes, "ops": part.ops,
-             "android": android}]
+    return [{**entry, "android": android}]
 
 
 def _write_native(folder: Path, selection: core_sources.CoreSelection, jni_prefix: str, exception: str, cls: str

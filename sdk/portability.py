@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.model_file import resolve_model_path
 from edgepack.samples.atomic import write_bytes_atomically
 
 from .build import BuildResult, build
@@ -117,7 +118,7 @@ def build_all(model: str | Path, profiles: Sequence[str], output_dir: str | Path
     if sample is not None:
         progress.start("peer: time", "onnxruntime on the source model")
         timed = time.perf_counter()
-        report.peer = peer_latency(Path(model), sample)
+        report.peer = peer_latency(resolve_model_path(model), sample)
         progress.finish("peer: time", time.perf_counter() - timed, latency_line(report.peer))
     write_report(report, Path(output_dir))
     return report

@@ -399,7 +399,7 @@ def mixed_precision_stage(state: BuildState, progress: Reporter) -> str:
     state.shared.kept[key] = state.kept
     bundle_stage(state, progress)
     verify_stage(state, progress)
-    return (f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32" + (" (shared)" if known is not None else "")
+    return (f"kept {len(state.kept)} of {len(first.nodes)} nodes in fp32" + (" (shared)" if state.kept is known else "")
             + f": {fidelity_summary(state.fidelity)}")
 
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from edgepack.runtime.errors import EdgepackError
 
-NOT_WRITABLE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST,
-                errno.ENOENT}
-"""OS errors that say where the bundle goes cannot take it (full, read-only, not allowed, a file in the way)."""
+NOT_WRITABLE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+"""OS errors, while the bundle is written, that say where it goes cannot take it (full, read-only, not allowed)."""
 
 
 def check_output_folder(folder: Path) -> None:

@@ -6,7 +6,7 @@ bundle's source model. With `--compare onnxruntime-web`, the source model also r
 
 A web bundle ships `.epk` plans, not an ONNX graph, so the oracle runs on the source model: `--source PATH`, or the
 file the manifest names (matched by sha256) beside the bundle or in the edgepack sample cache. With fp32 weights the
-outputs must be within bench_device's TOLERANCE of each output's scale; with fp16 or int8 weights the bundle differs
+outputs must be within bench_result's TOLERANCE of each output's scale; with fp16 or int8 weights the bundle differs
 from its fp32 source by design, and the bar is the cosine the build's fidelity check held it to (the profile's)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import onnx
 from edgepack.runtime.bundle_format import read_manifest
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_result import TOLERANCE, result_dict
+from .bench_result import TOLERANCE, OutputCheck, check_output, result_dict
 from .devices.local import HostDevice
 from .input_files import check_names
 from .sample_inputs import dims_of, sample_feeds
@@ -90,17 +90,6 @@ async ({ module, wasmPaths, model, feeds, repeat }) => {
 """
 """Evaluated in a page: imports onnxruntime-web, opens the model on its wasm backend (1 thread), runs it on the
 base64 feeds like `run_bundle.js` runs a bundle, and returns the outputs (base64) and the timings."""
-
-
-@dataclass(frozen=True)
-class OutputCheck:
-    name: str
-    shape: list[int]
-    max_abs_diff: float
-    scale: float
-    """max(1, largest magnitude of the reference output)."""
-    cosine: float
-    passed: bool
 
 
 @dataclass(frozen=True)
@@ -276,26 +265,6 @@ def timing_of(result: dict[str, Any], warmup: int) -> Timing:
     timed = result["runMs"][warmup:] or [result["firstRunMs"]]
     return Timing(result["coldStartMs"], result["firstRunMs"], statistics.median(timed), percentile(timed, 90),
                   len(timed))
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    x, y = a.ravel(), b.ravel()
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
-    if norm == 0.0:
-        return 1.0 if not np.any(x - y) else 0.0
-    return float(np.dot(x, y) / norm)
-
-
-def check_output(name: str, expected: np.ndarray, actual: np.ndarray, min_cosine: float | None) -> OutputCheck:
-    """Within TOLERANCE of the output's scale (fp32 weights), or at least `min_cosine` (quantized weights)."""
-    if expected.shape != actual.shape:
-        return OutputCheck(name, list(actual.shape), float("inf"), 1.0, 0.0, False)
-    a, b = np.asarray(expected, np.float64), np.asarray(actual, np.float64)
-    diff = float(np.max(np.abs(a - b))) if a.size else 0.0
-    scale = max(1.0, float(np.max(np.abs(a)))) if a.size else 1.0
-    cos = cosine(a, b) if a.size else 1.0
-    passed = diff <= TOLERANCE * scale if min_cosine is None else cos >= min_cosine
-    return OutputCheck(name, list(actual.shape), diff, scale, cos, bool(passed and np.all(np.isfinite(b))))
 
 
 def criterion_of(manifest: dict[str, Any]) -> tuple[float | None, str]:

@@ -21,6 +21,11 @@ def convert_opset(model: onnx.ModelProto, low: int, high: int) -> tuple[onnx.Mod
     wanted = min(max(current, low), high)
     if wanted == current:
         return model, None
+    known = onnx.defs.onnx_opset_version()
+    if current > known:
+        raise EdgepackError(f"the model's opset {current} is newer than any this onnx knows ({known})",
+                            fix=f"export the model at an opset from {low} to {high}, or upgrade onnx if a release "
+                                f"knows opset {current}")
     try:
         converted = version_converter.convert_version(model, wanted)
         onnx.checker.check_model(converted)

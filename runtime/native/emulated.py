@@ -64,7 +64,7 @@ def save_inputs(folder: Path, inputs: list[PortInfo], feeds: dict[str, np.ndarra
     for index, port in enumerate(inputs):
         paths.append(folder / f"in{index}.npy")
         value = feeds[port.name]
-        np.save(paths[-1], np.ascontiguousarray(value) if port.dtype in NPY_CODES else
+        np.save(paths[-1], np.require(value, requirements="C") if port.dtype in NPY_CODES else
                 np.frombuffer(plan_bytes(value, port.dtype), np.uint8))
     return paths
 

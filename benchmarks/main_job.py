@@ -81,9 +81,9 @@ def build_model(name: str, profiles: list[str], out: Path, console: Console) -> 
     reports = []
     with StatusReporter(console, name) as reporter:
         for fixed, group in groups.items():
-            if group:
+            if group:  # onnxruntime is timed once, with the first group: both groups run the same feeds
                 reports.append(build_all(samples.path(name), group, out / name / ("fixed" if fixed else "dynamic"),
-                                         reporter=reporter, sample_inputs=[feeds],
+                                         reporter=reporter, peer=not reports, sample_inputs=[feeds],
                                          input_shapes=pinned if fixed else samples.SAMPLES[name].shapes))
     outcomes = sorted((o for r in reports for o in r.outcomes), key=lambda o: profiles.index(o.profile))
     return PortabilityReport(str(samples.path(name)), outcomes, next((r.peer for r in reports if r.peer), None))

@@ -149,23 +149,23 @@ class ChromiumBenchReport:
         `device` and `placement`, onnxruntime-web's run in `peers`."""
         facts = HostDevice().facts()
         details = {"browser": self.browser, "adapter": self.adapter}
-        note = " ".join(self.notes)
-        result = result_dict(
-            engine=f"edgepack web bundle in headless Chromium, providers {self.provider}", spec=DEVICE, facts=facts,
-            bundle=Path(self.bundle), load_ms=self.timing.cold_start_ms - self.timing.first_run_ms,
-            times=self.run_ms, warmup=self.warmup, first_run_ms=self.timing.first_run_ms, peak_rss_mb=None,
-            inputs=self.inputs, checks=self.outputs, against=ORACLE_KIND, fidelity_rule=self.criterion,
-            device_details=details, note=note)
+
+        def in_this_page(engine: str, timing: Timing, run_ms: list[float], checks: list[OutputCheck], rule: str
+                         ) -> dict[str, Any]:
+            return result_dict(engine=engine, spec=DEVICE, facts=facts, bundle=Path(self.bundle),
+                               load_ms=timing.cold_start_ms - timing.first_run_ms, times=run_ms, warmup=self.warmup,
+                               first_run_ms=timing.first_run_ms, peak_rss_mb=None, inputs=self.inputs, checks=checks,
+                               against=ORACLE_KIND, fidelity_rule=rule, device_details=details,
+                               note=" ".join(self.notes))
+
+        result = in_this_page(f"edgepack web bundle in headless Chromium, providers {self.provider}", self.timing,
+                              self.run_ms, self.outputs, self.criterion)
         result["placement"] = [{"partition": p["id"], "provider": p["provider"], "planned": p.get("planned"),
                                 "reason": p.get("reason")} for p in self.partitions]
         if self.compare:
             c = self.compare
-            result["peers"] = [result_dict(
-                engine=f"{c.peer} {c.version} (wasm, 1 thread) on the source model {c.model}", spec=DEVICE,
-                facts=facts, bundle=Path(self.bundle), load_ms=c.timing.cold_start_ms - c.timing.first_run_ms,
-                times=c.run_ms, warmup=self.warmup, first_run_ms=c.timing.first_run_ms, peak_rss_mb=None,
-                inputs=self.inputs, checks=c.outputs, against=ORACLE_KIND, fidelity_rule=FP32_RULE,
-                device_details=details, note=note)]
+            result["peers"] = [in_this_page(f"{c.peer} {c.version} (wasm, 1 thread) on the source model {c.model}",
+                                            c.timing, c.run_ms, c.outputs, FP32_RULE)]
         return result
 
 

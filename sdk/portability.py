@@ -90,9 +90,11 @@ class ProfileReporter:
 
 
 def build_all(model: str | Path, profiles: Sequence[str], output_dir: str | Path = "dist",
-              reporter: Reporter | None = None, latency: bool = True, **options: Any) -> PortabilityReport:
+              reporter: Reporter | None = None, latency: bool = True, peer: bool = True, **options: Any
+              ) -> PortabilityReport:
     """Build `model` for each of `profiles` into `output_dir` (a failing profile stops none), time each bundle on this
-    host unless `latency` is False, and write `report.json` and `report.html` there. `options` are `build`'s."""
+    host unless `latency` is False, and onnxruntime on the source beside them unless `peer` is False too, and write
+    `report.json` and `report.html` there. `options` are `build`'s."""
     check_output_folder(Path(output_dir))
     progress = reporter or SilentReporter()
     shared = SharedWork()
@@ -115,7 +117,7 @@ def build_all(model: str | Path, profiles: Sequence[str], output_dir: str | Path
             sample = sample or result.sample
         outcomes.append(outcome)
     report = PortabilityReport(str(model), outcomes)
-    if sample is not None:
+    if sample is not None and peer:
         progress.start("peer: time", "onnxruntime on the source model")
         timed = time.perf_counter()
         report.peer = peer_latency(resolve_model_path(model), sample)

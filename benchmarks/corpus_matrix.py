@@ -45,6 +45,14 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / norms) if norms > 0 else float(np.array_equal(a, b))
 
 
+def as_tensor(value: Any) -> np.ndarray:
+    """onnxruntime's output as an array: a ZipMap's sequence of {label: probability} maps becomes the probabilities
+    tensor a bundle outputs in its place (a column per label, in the map's order)."""
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return np.array([list(row.values()) for row in value], np.float32)
+    return np.asarray(value)
+
+
 def against_onnxruntime(name: str, bundle: Path, target: str) -> dict[str, Any]:
     """The bundle's outputs beside onnxruntime's on the source model: worst cosine and max abs diff over outputs."""
     import onnxruntime as ort
@@ -55,7 +63,7 @@ def against_onnxruntime(name: str, bundle: Path, target: str) -> dict[str, Any]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     source = ort.InferenceSession(str(samples.path(name)), options, providers=["CPUExecutionProvider"])
-    expected = dict(zip([o.name for o in source.get_outputs()], source.run(None, feeds)))
+    expected = {o.name: as_tensor(value) for o, value in zip(source.get_outputs(), source.run(None, feeds))}
     if target == "generic":
         shipped = ort.InferenceSession(str(bundle / "model.onnx"), options, providers=["CPUExecutionProvider"])
         actual = dict(zip([o.name for o in shipped.get_outputs()], shipped.run(None, feeds)))
@@ -156,7 +164,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "samples_matrix" if args.samples else "corpus_matrix"
     if args.merge:
-        earlier = json.loads((args.out / f"{stem}.json").read_text())
+        results = args.out / f"{stem}.json"
+        earlier = json.loads(results.read_text()) if results.exists() else {"cells": []}
         fresh = {(c["model"], c["profile"]): c for c in cells}
         cells = [fresh.pop((c["model"], c["profile"]), c) for c in earlier["cells"]] + list(fresh.values())
     (args.out / f"{stem}.json").write_text(json.dumps({"cpu": cpu, "profiles": profiles, "cells": cells}, indent=2))

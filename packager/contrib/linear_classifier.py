@@ -1,7 +1,9 @@
 """`ai.onnx.ml` LinearClassifier -> Gemm (scores = X W^T + b), its post transform (Sigmoid or Softmax), and
 ArgMax + Gather for the labels: standard ops every provider runs. Binary models that store one class's
 coefficients get the two-column scores [-s, s], as the operator defines. Integer class labels only (a string label
-tensor has no place in a plan)."""
+tensor has no place in a plan). A model that stores more coefficients than classes x input features (onnxruntime's
+own `logreg_iris.onnx`: 12 for 3 classes and 2 features) computes, as onnxruntime does, with the leading ones; fewer
+is refused."""
 
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ def linear_classifier(node: onnx.NodeProto, initializers: dict[str, onnx.TensorP
     coefficients = np.array(attributes["coefficients"], np.float32)
     shape = dims.get(node.input[0]) or []
     features = shape[1] if len(shape) == 2 else None
+    if features is not None and coefficients.size > classes * features:
+        coefficients = coefficients[:classes * features]
     if coefficients.size % classes or (features is not None and coefficients.size != classes * features):
         raise EdgepackError(f"LinearClassifier node {node.name!r} has {coefficients.size} coefficients for "
                             f"{classes} classes" + (f" and {features} input features" if features else "")

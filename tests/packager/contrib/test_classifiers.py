@@ -1,7 +1,7 @@
 """scikit-learn-style classifiers (ai.onnx.ml LinearClassifier, Normalizer, ZipMap, as onnxmltools and skl2onnx
 write them) rewritten into standard ops at load: each bundle's labels equal onnxruntime's on the source model, and
-its probabilities tensor equals onnxruntime's sequence of maps, column by class label. A classifier whose weights do
-not fit its input is refused by name."""
+its probabilities tensor equals onnxruntime's sequence of maps, column by class label. A classifier with more weights
+than its input needs computes with the leading ones, as onnxruntime does; one with fewer is refused by name."""
 
 from __future__ import annotations
 
@@ -71,10 +71,25 @@ def test_a_classifier_builds_and_matches_onnxruntime(tmp_path: Path, case: str, 
     np.testing.assert_allclose(outputs["probabilities"], expected, rtol=rtol, atol=atol)
 
 
-def test_weights_that_do_not_fit_the_input_are_refused_by_name(tmp_path: Path) -> None:
-    source = classifier(tmp_path / "clf.onnx", "SOFTMAX", None, LABELS, 3)
+def _narrowed(source: Path, features: int) -> Path:
     model = onnx.load(source)
-    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = features
     onnx.save(model, source)
-    with pytest.raises(EdgepackError, match="12 coefficients for 3 classes and 2 input features"):
+    return source
+
+
+def test_extra_coefficients_are_read_as_onnxruntime_reads_them(tmp_path: Path) -> None:
+    source = _narrowed(classifier(tmp_path / "clf.onnx", "SOFTMAX", None, LABELS, 3), 2)  # 12 for 3 x 2
+    feeds = {"x": np.random.default_rng(2).uniform(-2, 2, (5, 2)).astype(np.float32)}
+    label, maps = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"]).run(None, feeds)
+    result = edgepack.build(source, "generic", tmp_path / "dist", sample_inputs=[feeds])
+    outputs = Session(result.bundle_dir).run(feeds)
+    np.testing.assert_array_equal(outputs["label"], label)
+    expected = np.array([[row[key] for key in LABELS] for row in maps], np.float32)
+    np.testing.assert_allclose(outputs["probabilities"], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_too_few_coefficients_for_the_input_are_refused_by_name(tmp_path: Path) -> None:
+    source = _narrowed(classifier(tmp_path / "clf.onnx", "SOFTMAX", None, LABELS, 3), 6)
+    with pytest.raises(EdgepackError, match="12 coefficients for 3 classes and 6 input features"):
         edgepack.build(source, "generic", tmp_path / "dist")

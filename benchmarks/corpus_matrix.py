@@ -110,7 +110,8 @@ def run_model(name: str, profiles: list[str], out: Path, generated: bool) -> lis
             passed = passed and checked is not None and checked >= required
             if not passed and cell["error"] is None:
                 cell["error"] = (f"below tolerance: build cosine {cell['cosine']}, against onnxruntime "
-                                 f"{cell['onnxruntime']}, required {required}")
+                                 f"{cell['onnxruntime']}, required {required}"
+                                 + (f" ({sample.caveat})" if sample.caveat else ""))
         cell["passed"] = passed
         cells.append(cell)
         print(f"{name:24} {outcome.profile:13} {'ok  ' if passed else 'FAIL'} {outcome.seconds:6.1f}s "

@@ -38,6 +38,8 @@ class Sample:
     """The package file the model comes in: "wheel", "sdist" (PyPI) or "npm" (a tarball)."""
     licence: str = ""
     exporter: str = ""
+    caveat: str = ""
+    """What the model does that makes an exact match depend on fp32 rounding order, where it does."""
 
 
 SILERO = "silero-vad==6.2.3"

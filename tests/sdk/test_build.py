@@ -89,6 +89,20 @@ def test_pinned_shapes_fold_shape_subgraphs(tmp_path: Path) -> None:
         np.testing.assert_allclose(actual[key], expected[key], rtol=0, atol=1e-5)
 
 
+def test_pins_that_onnxruntime_refuses_leave_the_generic_bundle_dynamic(tmp_path: Path) -> None:
+    """silero-vad pinned to 512 samples is refused by onnxruntime (it type-checks the 8 kHz branch too): the generic
+    bundle, made for onnxruntime, keeps the model's own dims, says why, and runs in onnxruntime like the source."""
+    feeds = samples.feeds("silero-vad")
+    result = edgepack.build(samples.path("silero-vad"), "generic", tmp_path, sample_inputs=[feeds],
+                            input_shapes={name: value.shape for name, value in feeds.items()})
+    assert any("onnxruntime refuses the model with the pinned dims" in w for w in result.report.warnings)
+    assert "pinned" not in result.report.stages[0].summary
+    expected = run_onnxruntime(samples.path("silero-vad"), feeds)
+    actual = run_onnxruntime(result.bundle_dir / "model.onnx", feeds)
+    for key in expected:
+        np.testing.assert_allclose(actual[key], expected[key], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize(("name", "profile"), [("silero-vad", "generic"), ("tiny-cnn", "iphone"),
                                              ("tiny-cnn", "raspberry-pi"), ("tiny-cnn", "web"),
                                              ("tiny-cnn", "intel-nuc")])

@@ -7,9 +7,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import onnx
 import onnx_ir as ir
+
+from edgepack.runtime.external_weights import mapped_initializers, weights_as_inputs
 
 from .graphs import count_nodes
 from .passes import PASSES
@@ -48,16 +51,18 @@ class PassRecord:
         return entry
 
 
-def slim(model: onnx.ModelProto, on_pass: Callable[[str], None] | None = None
+def slim(model: onnx.ModelProto, on_pass: Callable[[str], None] | None = None, weights: Path | None = None
          ) -> tuple[onnx.ModelProto, list[PassRecord]]:
     """Slim `model`; outputs stay equal to the source's. A pass that fails is skipped, never fatal. The same model
-    slimmed again in this process (another profile or precision of the same source) is taken from `SLIMMED`."""
-    key = _key(model)
+    slimmed again in this process (another profile or precision of the same source) is taken from `SLIMMED`.
+    `weights`: the folder of the data files of initializers the model keeps external; they stay external, mapped
+    where a pass reads them, and the passes that would read them all into memory (onnxslim) are skipped."""
+    key = _key(model, weights)
     if key in SLIMMED:
         SLIMMED.move_to_end(key)
         data, records = SLIMMED[key]
         return onnx.load_from_string(data), [replace(record, seconds=0.0) for record in records]
-    slimmed, records = _slim(model, on_pass)
+    slimmed, records = _slim(model, on_pass, weights)
     SLIMMED[key] = (slimmed.SerializeToString(), records)
     while len(SLIMMED) > CACHED_MODELS:
         SLIMMED.popitem(last=False)
@@ -70,29 +75,45 @@ SLIMMED: OrderedDict[str, tuple[bytes, list[PassRecord]]] = OrderedDict()
 PP-OCR rec takes 3 s of a 5 s generic build."""
 
 
-def _key(model: onnx.ModelProto) -> str:
-    """The model's bytes and the passes that would run on it (a replaced pass makes another key)."""
+def _key(model: onnx.ModelProto, weights: Path | None) -> str:
+    """The model's bytes, its external data files (path, size, time) and the passes that would run on it (a replaced
+    pass makes another key)."""
     digest = hashlib.sha256(model.SerializeToString(deterministic=True))
     digest.update(repr([(name, id(PASSES[name])) for name in (*LIBRARY_PIPELINE, *OWN_PIPELINE)]).encode())
+    if weights is not None:
+        for location in sorted({dict((e.key, e.value) for e in t.external_data)["location"]
+                                for t in mapped_initializers(model)}):
+            stat = (weights / location).stat()
+            digest.update(repr((str(weights / location), stat.st_size, stat.st_mtime_ns)).encode())
     return digest.hexdigest()
 
 
-def _slim(model: onnx.ModelProto, on_pass: Callable[[str], None] | None) -> tuple[onnx.ModelProto, list[PassRecord]]:
+READS_EVERY_WEIGHT = ("onnxslim",)
+"""Library passes that read every weight into memory (onnxslim's graph copies each tensor's values), skipped for a
+model whose weights stay external."""
+
+
+def _slim(model: onnx.ModelProto, on_pass: Callable[[str], None] | None,
+          weights: Path | None) -> tuple[onnx.ModelProto, list[PassRecord]]:
     records: dict[str, PassRecord] = {}
     current = model
     for name in LIBRARY_PIPELINE:
-        current = _run(name, current, records, on_pass)
+        if weights is not None and name in READS_EVERY_WEIGHT:
+            records[name] = PassRecord(name, status="skipped", note="it reads every weight into memory, and this "
+                                                                     "model's weights stay external")
+            continue
+        current = _run(name, current, records, on_pass, weights)
     for _ in range(MAX_ROUNDS):
         before = count_nodes(current)
         for name in OWN_PIPELINE:
-            current = _run(name, current, records, on_pass)
+            current = _run(name, current, records, on_pass, weights)
         if count_nodes(current) >= before:
             break
     return current, list(records.values())
 
 
 def _run(name: str, model: onnx.ModelProto, records: dict[str, PassRecord],
-         on_pass: Callable[[str], None] | None) -> onnx.ModelProto:
+         on_pass: Callable[[str], None] | None, weights: Path | None) -> onnx.ModelProto:
     if on_pass:
         on_pass(name)
     nodes_before = count_nodes(model)
@@ -101,8 +122,8 @@ def _run(name: str, model: onnx.ModelProto, records: dict[str, PassRecord],
     apply = PASSES[name].apply
     start = time.perf_counter()
     try:
-        result = ir.to_proto(apply(ir.from_proto(model)))
-        onnx.checker.check_model(result)
+        result = ir.to_proto(apply(_in_ir(model, weights)))
+        onnx.checker.check_model(weights_as_inputs(result))
     except Exception as exc:  # a library pass may fail on a model; the model before it stays valid
         record.status = "skipped"
         record.note = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
@@ -110,3 +131,13 @@ def _run(name: str, model: onnx.ModelProto, records: dict[str, PassRecord],
     record.seconds += time.perf_counter() - start
     record.removed += nodes_before - count_nodes(result)
     return result
+
+
+def _in_ir(model: onnx.ModelProto, weights: Path | None) -> ir.Model:
+    """The model in onnx_ir, its external tensors mapped from `weights` when a pass reads them."""
+    converted = ir.from_proto(model)
+    if weights is not None:
+        for value in converted.graph.initializers.values():
+            if isinstance(value.const_value, ir.ExternalTensor):
+                value.const_value.base_dir = weights
+    return converted

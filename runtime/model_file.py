@@ -14,7 +14,7 @@ from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
 from .errors import EdgepackError
-from .graph_protos import iter_graph_protos
+from .external_weights import external_tensors, keep_weights_external, mapped_initializers
 from .wire import diagnose
 
 
@@ -24,6 +24,9 @@ class SourceModel:
     path: Path
     sha256: str
     bytes: int
+    weights: Path | None = None
+    """The folder whose data files hold the main graph's initializers, which stay external (mapped, never read into
+    memory); None where the model holds its weights."""
 
 
 def resolve_model_path(path: str | Path) -> Path:
@@ -42,13 +45,15 @@ def resolve_model_path(path: str | Path) -> Path:
     return path
 
 
-def load_model(path: str | Path) -> SourceModel:
-    """Read an ONNX model and its external data; every user error is an EdgepackError."""
+def load_model(path: str | Path, map_weights: bool = False) -> SourceModel:
+    """Read an ONNX model and its external data; every user error is an EdgepackError. With `map_weights` the main
+    graph's external initializers stay external (`SourceModel.weights` names their folder)."""
     path = resolve_model_path(path)
     data = path.read_bytes()
     model = _parse(data, path)
-    _load_external_data(model, path)
-    return SourceModel(model, path, hashlib.sha256(data).hexdigest(), len(data))
+    kept = _load_external_data(model, path, map_weights)
+    return SourceModel(model, path, hashlib.sha256(data).hexdigest(), len(data),
+                       path.parent.resolve() if kept else None)
 
 
 def _parse(data: bytes, path: Path) -> onnx.ModelProto:
@@ -68,18 +73,11 @@ def _parse(data: bytes, path: Path) -> onnx.ModelProto:
     return model
 
 
-def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
-    tensors: list[onnx.TensorProto] = []
-    for graph in iter_graph_protos(model.graph):
-        tensors.extend(graph.initializer)
-        for node in graph.node:
-            tensors.extend(a.t for a in node.attribute if a.type == onnx.AttributeProto.TENSOR)
-    return [t for t in tensors if external_data_helper.uses_external_data(t)]
-
-
-def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
+def _load_external_data(model: onnx.ModelProto, path: Path, map_weights: bool) -> bool:
+    """Check every external reference, then read the data in (all of it, or with `map_weights` all but the main
+    graph's initializers); whether some stay external."""
     folder = path.parent.resolve()
-    for tensor in _external_tensors(model):
+    for tensor in external_tensors(model):
         info = {entry.key: entry.value for entry in tensor.external_data}
         location = info.get("location", "")
         where = f"tensor {tensor.name!r} in {path.name}"
@@ -98,5 +96,9 @@ def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
         if offset > size or (length is not None and offset + int(length) > size):
             raise EdgepackError(f"external data for this tensor lies beyond the end of {location!r} ({size} bytes)",
                                 where=where, fix="the external data file is truncated or stale; export the model again")
-    if _external_tensors(model):
+    if map_weights:
+        keep_weights_external(model, folder)
+        return bool(mapped_initializers(model))
+    if external_tensors(model):
         external_data_helper.load_external_data_for_model(model, str(folder))
+    return False

@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import external_data_helper
 
 from .bundle_format import MANIFEST, describe_values, read_manifest, real_inputs
 from .errors import EdgepackError
+from .external_weights import mapped_initializers, mapped_weights, weights_as_inputs
 from .providers import PROVIDERS, Provider
 
 PORTABLE = "onnx"
@@ -37,7 +39,8 @@ class Session:
 
     def __init__(self, source: str | Path | onnx.ModelProto, providers: list[str] | None = None,
                  provider_options: dict[str, dict[str, Any]] | None = None, full_precision: bool = False,
-                 threads: int | None = None, manifest: dict[str, Any] | None = None, stand_ins: bool = False) -> None:
+                 threads: int | None = None, manifest: dict[str, Any] | None = None, stand_ins: bool = False,
+                 weights: Path | None = None) -> None:
         """`providers`: the providers this session may use (default: each partition's own, `reference` for plain
         ONNX). `provider_options`: per provider, options that override the bundle's (e.g. `{"openvino":
         {"inference_precision": "fp32", "threads": 1}}`). `full_precision`: every provider computes in fp32 where it
@@ -45,7 +48,9 @@ class Session:
         that take one. `manifest`: with a bundle folder, its manifest's `inputs`, `outputs` and `partitions` when
         `manifest.json` is not written yet (the build's verify stage runs the bundle before it assembles that).
         `stand_ins`: a partition of a provider that runs under emulation here (`neon`) runs its own artefact on that
-        provider's host stand-in (`cpu`) instead; `stood_in` lists those partitions' ids."""
+        provider's host stand-in (`cpu`) instead; `stood_in` lists those partitions' ids. `weights`: with a ModelProto
+        whose initializers are external data, the folder of their files. External weights stay mapped from disk on
+        `reference`; other providers read them in."""
         self._running = threading.Lock()
         self.requested = list(providers) if providers else None
         self.provider_options = provider_options or {}
@@ -56,6 +61,7 @@ class Session:
         for name in [*(self.requested or []), *self.provider_options]:
             self._usable(name)
         self.folder: Path | None = None
+        self.weights = weights
         if isinstance(source, onnx.ModelProto):
             manifest, models = self._plain(source, "model"), {"model": source}
         elif manifest is not None:
@@ -66,7 +72,8 @@ class Session:
         else:
             from .model_file import load_model
 
-            model = load_model(source).model
+            loaded = load_model(source, map_weights=True)
+            model, self.weights = loaded.model, loaded.weights
             manifest, models = self._plain(model, str(source)), {str(source): model}
         self.manifest = manifest
         self.inputs = [TensorSpec(**v) for v in manifest["inputs"]]
@@ -117,14 +124,32 @@ class Session:
                    **self.provider_options.get(name, {})}
         artifact = info["artifact"] if own else _onnx_artifact(info) or info["artifact"]
         if artifact in models:
-            return _Partition(info, name, provider.compile(models[artifact], options))
+            return _Partition(info, name, self._compiled(provider, models[artifact], options, self.weights))
         path = self.folder / artifact
         if artifact.endswith(".onnx"):
-            return _Partition(info, name, provider.compile(onnx.load(path), options))
+            model = onnx.load(path, load_external_data=False)
+            return _Partition(info, name, self._compiled(provider, model, options, self.folder))
         if provider.load is None:
             raise EdgepackError(f"the {name!r} provider cannot load {artifact}", where=str(path),
                                 fix="rebuild the bundle for a profile whose providers this session has")
         return _Partition(info, name, provider.load(path, options))
+
+    @staticmethod
+    def _compiled(provider: Provider, model: onnx.ModelProto, options: dict[str, Any], weights: Path | None) -> Any:
+        """`model` compiled on `provider`; external initializers (in `weights`) mapped and fed on `reference`, read
+        into a copy of the model elsewhere."""
+        if not mapped_initializers(model):
+            return provider.compile(model, options)
+        if weights is None:
+            raise EdgepackError(f"the model {model.graph.name!r} keeps its weights in external data files, and this "
+                                "session was not told their folder", fix="pass weights=FOLDER to Session")
+        if provider.name == "reference":
+            return _WithMappedWeights(provider.compile(weights_as_inputs(model), options),
+                                      mapped_weights(model, weights))
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        external_data_helper.load_external_data_for_model(copy, str(weights))
+        return provider.compile(copy, options)
 
     def _session_options(self, provider: Provider) -> dict[str, Any]:
         """The options this session's `full_precision` and `threads` ask of `provider`."""
@@ -169,6 +194,16 @@ class Session:
                                             fix=f"feed an array of shape {spec.shape}")
             checked[name] = array
         return checked
+
+
+class _WithMappedWeights:
+    """A partition compiled with its external weights as inputs, fed each run from their mappings."""
+
+    def __init__(self, compiled: Any, weights: dict[str, np.ndarray]) -> None:
+        self.compiled, self.weights = compiled, weights
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self.compiled.run({**feeds, **self.weights})
 
 
 def _onnx_artifact(info: dict[str, Any]) -> str | None:

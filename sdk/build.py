@@ -228,7 +228,7 @@ def run_stage(stage: Stage, state: BuildState, progress: Reporter) -> None:
 def load_stage(state: BuildState, progress: Reporter) -> str:
     """Read and check the model, pin shapes, convert its opset into the profile's range, read calibration."""
     profile, report = state.profile, state.report
-    state.source = load_model(state.model_path)
+    state.source = load_model(state.model_path, map_weights=state.target.maps_weights)
     standard, report.decomposed = decompose_contrib_ops(state.source.model)
     checked = check_model(standard, state.model_path.name)
     declared = [copy.deepcopy(info.type) for info in checked.graph.input]
@@ -287,7 +287,8 @@ def pins_refused(runtime: ShippedRuntime | None, pinned: onnx.ModelProto, model:
 
 
 def slim_stage(state: BuildState, progress: Reporter) -> str:
-    state.slimmed, state.report.passes, shared = state.shared.slim(state.checked, progress.update)
+    state.slimmed, state.report.passes, shared = state.shared.slim(state.checked, progress.update,
+                                                                   state.source.weights)
     state.report.slim_nodes = count_nodes(state.slimmed)
     skipped = [p.name for p in state.report.passes if p.status != "ok"]
     return (f"{state.report.source_nodes} -> {state.report.slim_nodes} nodes"
@@ -333,7 +334,8 @@ def oracle_stage(state: BuildState, progress: Reporter) -> str:
     dims = state.profile.dims
     state.oracle, shared = state.shared.oracle(
         state.checked, (tuple(sorted(dims.items())), run, not options.verify),
-        lambda: run_oracle(state.checked, samples, dims, origin, run=run, first_only=not options.verify))
+        lambda: run_oracle(state.checked, samples, dims, origin, run=run, first_only=not options.verify,
+                           weights=state.source.weights))
     if not run:
         return f"not run (verify=False), example input: {state.oracle.origin}"
     wrong = declared_shapes_contradicted(state.checked, state.oracle.expected)
@@ -373,7 +375,8 @@ def bundle_stage(state: BuildState, progress: Reporter) -> str:
         leftover.unlink() if leftover.is_file() else shutil.rmtree(leftover)
     bundle_input = BundleInput(state.quantized.model, bundle_name(state.model_path, state.profile), state.profile,
                                state.lowered, state.oracle.samples[0],
-                               state.oracle.expected[0] if state.oracle.expected else None, trial=state.searching)
+                               state.oracle.expected[0] if state.oracle.expected else None, trial=state.searching,
+                               weights=state.source.weights)
     state.report.partitions = state.target.write(bundle_input, state.staging)
     state.report.bundle_bytes = sum(p.stat().st_size for p in state.staging.rglob("*") if p.is_file())
     return f"{len(state.report.partitions)} partition(s), {state.report.bundle_bytes:,} bytes"

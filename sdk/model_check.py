@@ -10,6 +10,7 @@ import onnx
 from onnx import numpy_helper, shape_inference
 
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.external_weights import weights_as_inputs
 from edgepack.runtime.graph_protos import iter_graph_protos
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training")
@@ -23,7 +24,7 @@ def check_model(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
     _check_ops(model, where)
     _forget_negative_dims(model)
     try:
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(weights_as_inputs(model), full_check=True)
     except shape_inference.InferenceError as exc:
         raise EdgepackError(f"shapes do not fit: {_first_line(exc)}", where=_node_of(exc) or where,
                             fix=SHAPE_FIX) from None

@@ -8,9 +8,12 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
+
+from edgepack.runtime.external_weights import mapped_weights, weights_as_inputs
 
 Feeds = dict[str, np.ndarray]
 AGREEMENT = 1e-4
@@ -29,13 +32,16 @@ def available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
-def onnxruntime_run(model: onnx.ModelProto, outputs: list[str] | None = None) -> Callable[[Feeds], Feeds]:
+def onnxruntime_run(model: onnx.ModelProto, outputs: list[str] | None = None,
+                    weights: Path | None = None) -> Callable[[Feeds], Feeds]:
     """An onnxruntime session on `model` (its own optimizations off: an independent executor, not a fast one), one
-    thread; `outputs` adds values of the main graph as outputs."""
+    thread; `outputs` adds values of the main graph as outputs. External initializers (in `weights`) are fed from
+    their mappings."""
     import onnxruntime
 
+    mapped = mapped_weights(model, weights) if weights is not None else {}
     copy = onnx.ModelProto()
-    copy.CopyFrom(model)
+    copy.CopyFrom(weights_as_inputs(model))
     copy.ir_version = min(copy.ir_version, 10)
     known = {o.name for o in copy.graph.output}
     copy.graph.output.extend(onnx.helper.make_empty_tensor_value_info(name) for name in outputs or []
@@ -46,7 +52,7 @@ def onnxruntime_run(model: onnx.ModelProto, outputs: list[str] | None = None) ->
     options.log_severity_level = 3
     session = onnxruntime.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
-    return lambda feeds: dict(zip(names, session.run(names, feeds)))
+    return lambda feeds: dict(zip(names, session.run(names, {**feeds, **mapped})))
 
 
 def relative_diff(expected: np.ndarray, actual: np.ndarray) -> float:

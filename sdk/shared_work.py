@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Hashable
+from pathlib import Path
 
 import onnx
 
@@ -27,13 +28,14 @@ class SharedWork:
         self.kept: dict[Hashable, list[str]] = {}
         """The nodes mixed precision kept in fp32, by (quantized model digest, min cosine, providers)."""
 
-    def slim(self, checked: onnx.ModelProto, on_pass: Callable[[str], None]) -> tuple[onnx.ModelProto,
-                                                                                      list[PassRecord], bool]:
-        """The slimmed model (a copy of its own for each caller), its pass records, and whether it was shared."""
+    def slim(self, checked: onnx.ModelProto, on_pass: Callable[[str], None], weights: Path | None = None
+             ) -> tuple[onnx.ModelProto, list[PassRecord], bool]:
+        """The slimmed model (a copy of its own for each caller), its pass records, and whether it was shared.
+        `weights`: the folder of the model's external initializers (the same in one run)."""
         key = digest(checked)
         shared = key in self._slimmed
         if not shared:
-            slimmed, passes = slim(checked, on_pass=on_pass)
+            slimmed, passes = slim(checked, on_pass=on_pass, weights=weights)
             self._slimmed[key] = (slimmed.SerializeToString(), passes)
         data, passes = self._slimmed[key]
         return onnx.load_from_string(data), passes, shared

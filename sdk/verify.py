@@ -101,13 +101,13 @@ class Oracle:
 
 def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
                dims: dict[str, int] | None = None, origin: str | None = None, run: bool = True,
-               first_only: bool = False) -> Oracle:
+               first_only: bool = False, weights: Path | None = None) -> Oracle:
     """Run the fp32 source on `reference` over the sample inputs (the user's, or generated from the inputs);
     `origin` says where a list of feeds came from. `first_only` keeps the first sample; without `run` the outputs are
-    not computed (`expected` is empty)."""
+    not computed (`expected` is empty). `weights`: the folder of the source's external initializers."""
     from edgepack.runtime import Session
 
-    oracle = Session(source, providers=["reference"])
+    oracle = Session(source, providers=["reference"], weights=weights)
     if isinstance(sample_inputs, (str, Path)):
         samples = load_sample_inputs(sample_inputs, [spec.name for spec in oracle.inputs])
         origin = str(sample_inputs)
@@ -136,10 +136,11 @@ def run_oracle(source: onnx.ModelProto, sample_inputs: SampleInputs = None,
                                           "with --input-shape NAME=1,3,224,224")
             failure.__cause__ = error
             break
-    return _checked_by_onnxruntime(source, Oracle(samples, expected, origin), failure)
+    return _checked_by_onnxruntime(source, Oracle(samples, expected, origin), failure, weights)
 
 
-def _checked_by_onnxruntime(source: onnx.ModelProto, oracle: Oracle, failure: EdgepackError | None) -> Oracle:
+def _checked_by_onnxruntime(source: onnx.ModelProto, oracle: Oracle, failure: EdgepackError | None,
+                            weights: Path | None) -> Oracle:
     """The oracle as `reference` computed it, where onnxruntime agrees or is not installed; else onnxruntime's
     outputs, named as such, with where `reference` failed or parted from it."""
     from . import oracle_check
@@ -149,7 +150,7 @@ def _checked_by_onnxruntime(source: onnx.ModelProto, oracle: Oracle, failure: Ed
             raise failure
         return oracle
     try:
-        runtime = oracle_check.onnxruntime_run(source)
+        runtime = oracle_check.onnxruntime_run(source, weights=weights)
         theirs = [runtime(feeds) for feeds in oracle.samples]
     except Exception:  # noqa: BLE001  (onnxruntime refuses the model: the reference provider's outputs stand)
         if failure:

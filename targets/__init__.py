@@ -33,6 +33,8 @@ class BundleInput:
     trial: bool = False
     """A candidate of mixed precision, written only to be verified: the target may leave out what only the bundle
     that ships needs (compiled libraries, archives). The partitions' artefacts must be written."""
+    weights: Path | None = None
+    """The folder of the data files of the model's external initializers (a `maps_weights` target only)."""
 
 
 Write = Callable[[BundleInput, Path], list[dict[str, Any]]]
@@ -75,6 +77,9 @@ class Target:
     """The bundle holds the source's outputs on the example input (the Swift package's XCTest)."""
     missing: Callable[[], str | None] | None = None
     """What this machine lacks to build the target's bundles (a compiler), or None when it has all."""
+    maps_weights: bool = False
+    """Its bundles keep a model's external weights in a data file of their own, which the build fills by copying
+    file ranges: they are mapped where read, never held in memory (the generic ONNX model)."""
 
 
 TARGETS: dict[str, Target] = {}
@@ -88,12 +93,13 @@ LOWERED_COMPUTE = frozenset({("fp16", "fp16"), ("int8", "int8")})
 def register(name: str, summary: str, precisions: frozenset[tuple[str, str]] = frozenset({("fp32", "fp32")}),
              applies_precision: bool = False, runtime: ShippedRuntime | None = None,
              forms: Mapping[str, str] | None = None, product: str = "the bundle", ships_expected: bool = False,
-             missing: Callable[[], str | None] | None = None) -> Callable[[Write], Write]:
+             missing: Callable[[], str | None] | None = None, maps_weights: bool = False
+             ) -> Callable[[Write], Write]:
     def decorate(write: Write) -> Write:
         if name in TARGETS:
             raise ValueError(f"target {name!r} registered twice")
         TARGETS[name] = Target(name, summary, write, precisions, applies_precision, runtime, dict(forms or {}),
-                               product, ships_expected, missing)
+                               product, ships_expected, missing, maps_weights)
         return write
 
     return decorate

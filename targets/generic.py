@@ -10,10 +10,13 @@ from typing import Any
 import onnx
 
 from edgepack.packager.graphs import count_nodes
+from edgepack.runtime.external_weights import mapped_initializers, mapped_weights, weights_as_inputs, write_weights
 
 from . import LOWERED_COMPUTE, WEIGHT_ONLY, BundleInput, Run, ShippedRuntime, register
 
 ARTIFACT = "model.onnx"
+WEIGHTS = "model.onnx.data"
+"""The data file of a model whose weights stay external (over protobuf's 2 GB, or exported so)."""
 
 
 def onnxruntime_session_config(model: onnx.ModelProto) -> dict[str, str]:
@@ -45,14 +48,16 @@ def onnxruntime_session(model: bytes, optimized: Path | None = None) -> Any:
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def onnxruntime_run(model: onnx.ModelProto) -> Run:
-    """`model` on an `onnxruntime_session` (its IR capped at 10, as onnxruntime 1.31 reads), outputs by name."""
+def onnxruntime_run(model: onnx.ModelProto, weights: Path | None = None) -> Run:
+    """`model` on an `onnxruntime_session` (its IR capped at 10, as onnxruntime 1.31 reads), outputs by name. External
+    initializers (in `weights`) are fed from their mappings, so onnxruntime holds no copy of them."""
+    mapped = mapped_weights(model, weights) if weights is not None else {}
     copy = onnx.ModelProto()
-    copy.CopyFrom(model)
+    copy.CopyFrom(weights_as_inputs(model))
     copy.ir_version = min(copy.ir_version, 10)
     session = onnxruntime_session(copy.SerializeToString())
     names = [o.name for o in session.get_outputs()]
-    return lambda feeds: dict(zip(names, session.run(names, feeds)))
+    return lambda feeds: dict(zip(names, session.run(names, {**feeds, **mapped})))
 
 
 def open_on_onnxruntime(bundle: Path) -> tuple[str, Callable[[], Run]] | None:
@@ -64,7 +69,8 @@ def open_on_onnxruntime(bundle: Path) -> tuple[str, Callable[[], Run]] | None:
     except ImportError:
         return None
 
-    return f"onnxruntime {ort.__version__}", lambda: onnxruntime_run(onnx.load(bundle / ARTIFACT))
+    return (f"onnxruntime {ort.__version__}",
+            lambda: onnxruntime_run(onnx.load(bundle / ARTIFACT, load_external_data=False), bundle))
 
 
 ONNXRUNTIME = ShippedRuntime("onnxruntime", lambda: importlib.util.find_spec("onnxruntime") is not None,
@@ -72,10 +78,15 @@ ONNXRUNTIME = ShippedRuntime("onnxruntime", lambda: importlib.util.find_spec("on
 
 
 @register("generic", "slimmed ONNX model and manifest", precisions=WEIGHT_ONLY | LOWERED_COMPUTE, runtime=ONNXRUNTIME,
-          product="the generic bundle")
+          product="the generic bundle", maps_weights=True)
 def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
-    (staging / ARTIFACT).write_bytes(bundle.model.SerializeToString(deterministic=True))
-    graph = bundle.model.graph
+    model = bundle.model
+    if bundle.weights is not None and mapped_initializers(model):
+        model = onnx.ModelProto()
+        model.CopyFrom(bundle.model)
+        write_weights(model, bundle.weights, staging, WEIGHTS)
+    (staging / ARTIFACT).write_bytes(model.SerializeToString(deterministic=True))
+    graph = model.graph
     initializers = {t.name for t in graph.initializer}
     partition: dict[str, Any] = {
         "id": "p0",
@@ -86,6 +97,6 @@ def write(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
         "nodes": count_nodes(bundle.model),
         "ops": sorted({node.op_type for node in graph.node}),
     }
-    if config := onnxruntime_session_config(bundle.model):
+    if config := onnxruntime_session_config(model):
         partition["onnxruntime_session_config"] = config
     return [partition]

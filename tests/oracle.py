@@ -15,7 +15,7 @@ Run = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 def onnxruntime_runner(model: onnx.ModelProto | Path) -> Run:
     """A session of onnxruntime with its own graph optimizations off (an independent executor), opened once:
     outputs by name for each feeds dict. A model of an IR version newer than 10 is read as 10, the newest
-    onnxruntime 1.31 reads."""
+    onnxruntime 1.31 reads (a file of IR 10 or older is opened by path, with its external data)."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
@@ -24,8 +24,11 @@ def onnxruntime_runner(model: onnx.ModelProto | Path) -> Run:
         capped.CopyFrom(model)
         capped.ir_version = 10
         model = capped
-    data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else Path(model).read_bytes()
-    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    if isinstance(model, Path) and onnx.load(model, load_external_data=False).ir_version <= 10:
+        source: str | bytes = str(model)  # by path: onnxruntime finds its external data beside it
+    else:
+        source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else Path(model).read_bytes()
+    session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return lambda feeds: dict(zip(names, session.run(names, feeds)))
 

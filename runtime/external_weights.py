@@ -34,6 +34,15 @@ def mapped_initializers(model: onnx.ModelProto) -> list[onnx.TensorProto]:
     return [t for t in model.graph.initializer if external_data_helper.uses_external_data(t)]
 
 
+def tensor_bytes(tensor: onnx.TensorProto) -> int:
+    """The bytes of an external tensor's data."""
+    length = _info(tensor)[2]
+    if length is not None:
+        return length
+    itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    return int(np.prod(tensor.dims, dtype=np.int64)) * itemsize
+
+
 def keep_weights_external(model: onnx.ModelProto, folder: Path) -> None:
     """Make the main graph's external Constant values initializers (paddle2onnx writes weights as Constant nodes),
     which stay external, and read every other external tensor (in subgraphs) into the proto."""

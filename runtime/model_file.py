@@ -14,7 +14,7 @@ from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
 from .errors import EdgepackError
-from .external_weights import external_tensors, keep_weights_external, mapped_initializers
+from .external_weights import external_tensors, keep_weights_external, mapped_initializers, tensor_bytes
 from .wire import diagnose
 
 
@@ -54,6 +54,25 @@ def load_model(path: str | Path, map_weights: bool = False) -> SourceModel:
     kept = _load_external_data(model, path, map_weights)
     return SourceModel(model, path, hashlib.sha256(data).hexdigest(), len(data),
                        path.parent.resolve() if kept else None)
+
+
+PROTOBUF_LIMIT = 2**31 - 1
+"""The most bytes a protobuf message may serialize to: a model past it can only keep its weights external."""
+
+
+def with_weights_read(source: SourceModel, needs: str) -> SourceModel:
+    """`source` with its external weights read into its proto, for a build whose artefacts hold them (`needs`
+    names that build); a model that would pass protobuf's limit that way is refused."""
+    if source.weights is None:
+        return source
+    total = source.model.ByteSize() + sum(tensor_bytes(t) for t in mapped_initializers(source.model))
+    if total > PROTOBUF_LIMIT:
+        raise EdgepackError(f"{source.path.name!r} has {total / 1e9:.2f} GB of weights in external data, over the 2 GB "
+                            f"a model held in memory may have, and {needs} holds its weights in memory",
+                            where=str(source.path), fix="build it with --profile generic, whose bundle keeps the "
+                                                        "weights in a data file of its own")
+    external_data_helper.load_external_data_for_model(source.model, str(source.weights))
+    return SourceModel(source.model, source.path, source.sha256, source.bytes)
 
 
 def _parse(data: bytes, path: Path) -> onnx.ModelProto:

@@ -23,7 +23,7 @@ from edgepack.packager.partition import Partition, partition, whole
 from edgepack.packager.profile import Profile
 from edgepack.packager.quantize import Calibration, QuantizeResult, quantize
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.model_file import SourceModel, load_model, resolve_model_path
+from edgepack.runtime.model_file import SourceModel, load_model, resolve_model_path, with_weights_read
 from edgepack.targets import TARGETS, BundleInput, ShippedRuntime, Target
 
 from .build_checks import bundle_name, check_options, excluded_nodes, opset_range
@@ -228,7 +228,9 @@ def run_stage(stage: Stage, state: BuildState, progress: Reporter) -> None:
 def load_stage(state: BuildState, progress: Reporter) -> str:
     """Read and check the model, pin shapes, convert its opset into the profile's range, read calibration."""
     profile, report = state.profile, state.report
-    state.source = load_model(state.model_path, map_weights=state.target.maps_weights)
+    state.source = load_model(state.model_path, map_weights=True)
+    if not state.target.maps_weights:
+        state.source = with_weights_read(state.source, f"the {state.target.name} target")
     standard, report.decomposed = decompose_contrib_ops(state.source.model)
     checked = check_model(standard, state.model_path.name)
     declared = [copy.deepcopy(info.type) for info in checked.graph.input]

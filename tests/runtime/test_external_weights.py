@@ -17,7 +17,8 @@ import edgepack
 from edgepack import samples
 from edgepack.build_checks import target_available
 from edgepack.runtime import Session
-from edgepack.runtime.external_weights import DATA_ALIGNMENT, mapped_initializers
+from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.external_weights import DATA_ALIGNMENT, mapped_initializers, point_to
 from tests.oracle import run_onnxruntime
 
 MODELS = ["ppocr-cls", "silero-vad-16k-op15"]
@@ -92,6 +93,26 @@ def test_a_profile_whose_artefacts_hold_the_weights_reads_them_in(external_model
     actual = Session(external, full_precision=True).run(feeds)
     for key, value in expected.items():
         np.testing.assert_allclose(actual[key], value, rtol=1e-6, atol=1e-7, err_msg=f"{name}:{key}")
+
+
+def test_weights_past_protobufs_limit_are_refused_where_a_target_would_hold_them(tmp_path: Path) -> None:
+    """A 2 GiB weight in a sparse data file (nothing is read: the refusal comes first)."""
+    profile = edgepack.load_profile("intel-nuc")
+    if target_available(profile):
+        pytest.skip(target_available(profile))
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[16, 2**25])
+    point_to(weight, "big.bin", 0, 2**31)
+    with open(tmp_path / "big.bin", "wb") as data:
+        data.truncate(2**31)
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph([onnx.helper.make_node("MatMul", ["x", "w"], ["y"])], "big",
+                                   [value("x", onnx.TensorProto.FLOAT, [1, 16])],
+                                   [value("y", onnx.TensorProto.FLOAT, [1, 2**25])], [weight])
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), tmp_path / "big.onnx")
+    with pytest.raises(EdgepackError, match=r"2\.15 GB of weights in external data, over the 2 GB") as error:
+        edgepack.build(tmp_path / "big.onnx", profile, tmp_path / "dist")
+    assert "--profile generic" in error.value.fix
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
 
 
 def _root(array: np.ndarray) -> np.ndarray:

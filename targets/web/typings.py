@@ -46,7 +46,7 @@ export interface Outputs {{
 }}
 
 export interface SessionOptions {{
-  /** "auto" (default): WebGPU where the browser has an adapter, wasm for the rest; or a list of providers. */
+  /** "auto" (default): WebGPU on a hardware adapter (not a software fallback), wasm for the rest; or a list. */
   providers?: "auto" | ProviderName[];
   /** Keep the plans in the browser's Cache API (default false). */
   cache?: boolean;

@@ -41,11 +41,22 @@ function fileLoader(base, cacheName) {
   };
 }
 
-async function openGpu() {
+// A software adapter (SwiftShader, a CPU rasterizer) runs a plan slower than the wasm core on the same CPU:
+// ppocr-cls in headless Chromium took 1,131 ms for its first run there, 92 to 146 ms on wasm.
+function softwareAdapter(info, adapter) {
+  const fallback = Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter);
+  const names = `${info.vendor ?? ""} ${info.architecture ?? ""} ${info.description ?? ""}`.toLowerCase();
+  return fallback || names.includes("swiftshader") || names.includes("llvmpipe") || names.includes("lavapipe");
+}
+
+async function openGpu(auto) {
   if (!globalThis.navigator?.gpu) return { reason: "this browser has no navigator.gpu" };
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) return { reason: "navigator.gpu.requestAdapter() gave no adapter" };
   const info = adapter.info ?? {};
+  if (auto && softwareAdapter(info, adapter)) {
+    return { reason: `the WebGPU adapter is a software fallback (${info.vendor ?? ""} ${info.architecture ?? ""}), slower than wasm on this CPU; "auto" skips it (providers ["webgpu", "wasm"] uses it)` };
+  }
   const device = await adapter.requestDevice({
     requiredLimits: {
       maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
@@ -87,11 +98,12 @@ function checkFeeds(model, feeds) {
 
 /** Opens the bundle described by `model` (index.js) whose files live under `base`. */
 export async function openSession(model, base, options = {}) {
+  const auto = options.providers === undefined || options.providers === "auto";
   const wanted = providerList(options.providers);
   const load = fileLoader(options.baseUrl ? new URL(options.baseUrl, base) : base, options.cache ? `edgepack-${model.name}` : null);
   const wantsGpu = wanted.includes("webgpu") && model.partitions.some((p) => p.provider === "webgpu");
   const [gpu, core, plans, gpuModule] = await Promise.all([
-    wantsGpu ? openGpu() : { reason: "webgpu was not asked for" },
+    wantsGpu ? openGpu(auto) : { reason: "webgpu was not asked for" },
     load(model.core).then((r) => r.arrayBuffer()).then(compileCore),
     Promise.all(model.partitions.map((p) => load(p.plan).then((r) => r.arrayBuffer()))),
     wantsGpu ? import("./webgpu.js") : null,

@@ -5,9 +5,10 @@ import { openSession } from "./runtime/session.js";
 export const model = @MODEL_JSON@;
 
 /**
- * Opens the model. options.providers: "auto" (the default: WebGPU where the browser has an adapter, wasm for the
- * rest) or a list of "webgpu" and "wasm"; options.cache: keep the plans in the Cache API; options.baseUrl: where
- * the bundle's files are served, when not beside this module.
+ * Opens the model. options.providers: "auto" (the default: WebGPU where the browser has a hardware adapter, wasm
+ * for the rest and where the only adapter is a software fallback such as SwiftShader) or a list of "webgpu" and
+ * "wasm" (a software adapter included); options.cache: keep the plans in the Cache API; options.baseUrl: where the
+ * bundle's files are served, when not beside this module.
  */
 export function createSession(options = {}) {
   return openSession(model, new URL("./", import.meta.url), options);

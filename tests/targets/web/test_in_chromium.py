@@ -65,7 +65,7 @@ def test_profile_fp16_weights_run_on_webgpu(web: WebBuilds, chromium: Chromium, 
     expected = web.reference(name)
     page = chromium.page()
     result = run_bundle(page, module_url(web, chromium, bundle), web.feeds(name),
-                        {k: v.dtype.name for k, v in expected.items()})
+                        {k: v.dtype.name for k, v in expected.items()}, ["webgpu", "wasm"])
     page.close()
     assert result["providers"] == ["webgpu"]
     for output, value in expected.items():
@@ -73,21 +73,42 @@ def test_profile_fp16_weights_run_on_webgpu(web: WebBuilds, chromium: Chromium, 
         assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) >= 0.999, output
 
 
+OPEN_AND_ASK_THE_ADAPTER = """async ({ module, providers }) => {
+  const { createSession } = await import(module);
+  const session = await createSession(providers === null ? undefined : { providers });
+  const adapter = await navigator.gpu.requestAdapter();
+  return { providers: session.providers, partitions: session.partitions, adapter: session.adapter,
+           direct: adapter.info.architecture, fallback: adapter.info.isFallbackAdapter };
+}"""
+
+
 @pytest.mark.slow
-def test_webgpu_partitions_ran_on_a_webgpu_adapter(web: WebBuilds, chromium: Chromium) -> None:
+def test_webgpu_partitions_asked_for_run_on_the_webgpu_adapter(web: WebBuilds, chromium: Chromium) -> None:
     bundle = web.bundle("ppocr-cls")
     assert planned(bundle) == ["webgpu"]
     page = chromium.page()
-    info = page.evaluate("""async (module) => {
-      const { createSession } = await import(module);
-      const session = await createSession();
-      const adapter = await navigator.gpu.requestAdapter();
-      return { providers: session.providers, adapter: session.adapter, direct: adapter.info.architecture };
-    }""", module_url(web, chromium, bundle))
+    info = page.evaluate(OPEN_AND_ASK_THE_ADAPTER, {"module": module_url(web, chromium, bundle),
+                                                    "providers": ["webgpu", "wasm"]})
     page.close()
     assert info["providers"] == ["webgpu"]
     assert info["adapter"]["architecture"] == info["direct"] == "swiftshader"
     assert info["adapter"]["isFallbackAdapter"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("providers", [None, "auto"], ids=["default", "auto"])
+def test_auto_never_lands_on_a_fallback_adapter(web: WebBuilds, chromium: Chromium, providers: str | None) -> None:
+    """Headless Chromium's only adapter is SwiftShader (a CPU rasterizer, `isFallbackAdapter`): "auto" opens the
+    webgpu partitions on wasm instead, and says why."""
+    bundle = web.bundle("ppocr-cls")
+    assert planned(bundle) == ["webgpu"]
+    page = chromium.page()
+    info = page.evaluate(OPEN_AND_ASK_THE_ADAPTER, {"module": module_url(web, chromium, bundle),
+                                                    "providers": providers})
+    page.close()
+    assert info["fallback"] is True and info["direct"] == "swiftshader"
+    assert info["providers"] == ["wasm"] and info["adapter"] is None
+    assert "software fallback" in info["partitions"][0]["reason"]
 
 
 @pytest.mark.slow

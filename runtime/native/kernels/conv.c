@@ -85,7 +85,8 @@ static int is_pointwise(const conv_shape *s) {
     return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0;
 }
 
-/* Few output positions and many output channels: the product runs transposed (weights as the packed side). */
+/* Few output positions and many output channels: dot products of each weight row with each position's taps
+   (`ep_gemm_dot`), nothing packed. */
 static int is_narrow(const conv_shape *s) { return s->oh * s->ow < EP_GEMM_NR && s->mg >= 2 * EP_GEMM_NR; }
 
 static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
@@ -93,13 +94,14 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = read_shape(n, &s, CONV_PARAMS, 0, error);
     if (status != EP_OK) return status;
     size_t k = (size_t)(s.cg * s.kh * s.kw);
-    if (!is_depthwise(&s)) *scratch = k * (EP_GEMM_NR + (is_narrow(&s) ? (size_t)(s.oh * s.ow) : 0)) * sizeof(float);
+    if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
     return EP_OK;
 }
 
-/* The whole im2col matrix (K x OH*OW), unpacked: the narrow case's left operand. */
-static void im2col(float *col, const float *x, const conv_shape *s) {
-    int64_t ohw = s->oh * s->ow, kk = 0;
+/* The whole im2col matrix, transposed (OH*OW x K: each output position's taps contiguous): the narrow case's
+   right operand. */
+static void im2col_transposed(float *col, const float *x, const conv_shape *s) {
+    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, kk = 0;
     for (int64_t c = 0; c < s->cg; c++)
         for (int64_t ky = 0; ky < s->kh; ky++)
             for (int64_t kx = 0; kx < s->kw; kx++, kk++)
@@ -107,22 +109,16 @@ static void im2col(float *col, const float *x, const conv_shape *s) {
                     int64_t iy = (j / s->ow) * s->sh - s->pt + ky * s->dh;
                     int64_t ix = (j % s->ow) * s->sw - s->pl + kx * s->dw;
                     int inside = iy >= 0 && iy < s->h && ix >= 0 && ix < s->w;
-                    col[kk * ohw + j] = inside ? x[(c * s->h + iy) * s->w + ix] : 0.0f;
+                    col[j * k + kk] = inside ? x[(c * s->h + iy) * s->w + ix] : 0.0f;
                 }
 }
 
 static void run_narrow(const conv_shape *s, const float *xg, const float *wg, const float *bias, float *yg,
                        const ep_context *ctx) {
     int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw;
-    float *col = ctx->scratch, *packed = ctx->scratch + k * ohw;
-    im2col(col, xg, s);
-    int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats - (size_t)(k * ohw));
-    for (int64_t m0 = 0; m0 < s->mg; m0 += block) {
-        int64_t mb = s->mg - m0 < block ? s->mg - m0 : block;
-        ep_epilogue e = {bias ? bias + m0 : 0, 1.0f, 0, s->act, s->act_a, s->act_b};
-        ep_pack_strided(packed, wg, k, m0, mb, 1, k);
-        ep_gemm_packed_transposed(ohw, k, mb, col, 1, ohw, packed, yg + m0 * ohw, ohw, &e);
-    }
+    im2col_transposed(ctx->scratch, xg, s);
+    ep_epilogue e = {bias, 1.0f, 0, s->act, s->act_a, s->act_b};
+    ep_gemm_dot(s->mg, ohw, k, wg, ctx->scratch, yg, ohw, 1, &e);
 }
 
 /* One row (c, ky, kx) of a panel whose columns lie in one output row, fully inside the input: a strided

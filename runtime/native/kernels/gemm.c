@@ -183,23 +183,67 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
 }
 #endif
 
-void ep_gemm_packed_transposed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
-                               const float *packed, float *c, int64_t ldc, const ep_epilogue *e) {
-    for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
-        int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
-        const float *panel = packed + p * k;
-        for (int64_t i = 0; i < m; i++) {
-            float acc[EP_GEMM_NR] = {0};
-            const float *row = a + i * a_row;
-            for (int64_t kk = 0; kk < k; kk++) {
-                float v = row[kk * a_col];
-                for (int j = 0; j < EP_GEMM_NR; j++) acc[j] += v * panel[kk * EP_GEMM_NR + j];
-            }
-            for (int64_t j = 0; j < cols; j++) {
-                float *out = c + (p + j) * ldc + i;
-                float v = e->alpha * acc[j] + (e->row_bias ? e->row_bias[p + j] : 0.0f);
-                if (e->accumulate) v += *out;
-                *out = ep_activate(e->act, v, e->act_a, e->act_b);
+#if defined(__GNUC__) || defined(__clang__)
+/* Sum of the lanes of v. */
+static inline float lanes_sum(ep_v8 v) {
+    float total = 0.0f;
+    for (int l = 0; l < EP_GEMM_LANES; l++) total += v[l];
+    return total;
+}
+#endif
+
+/* Rows of A and of Bt per step of the dot-product kernel: DOT_M * DOT_N vector accumulators. */
+#define DOT_M 4
+#define DOT_N 3
+
+/* DOT_M rows of A by DOT_N rows of Bt (a block at the edge repeats its last row, whose results go unused): the dot
+   products over K in vectors, then their lanes summed. */
+static void dot_block(int64_t k, const float *const *arow, const float *const *brow, float out[DOT_M][DOT_N]) {
+    int64_t kk = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    ep_v8 acc[DOT_M][DOT_N];
+    for (int r = 0; r < DOT_M; r++)
+        for (int j = 0; j < DOT_N; j++) acc[r][j] = splat(0.0f);
+    for (; kk + EP_GEMM_LANES <= k; kk += EP_GEMM_LANES) {
+        ep_v8 b[DOT_N];
+        for (int j = 0; j < DOT_N; j++) __builtin_memcpy(&b[j], brow[j] + kk, sizeof b[j]);
+        for (int r = 0; r < DOT_M; r++) {
+            ep_v8 a;
+            __builtin_memcpy(&a, arow[r] + kk, sizeof a);
+            for (int j = 0; j < DOT_N; j++) acc[r][j] += a * b[j];
+        }
+    }
+    for (int r = 0; r < DOT_M; r++)
+        for (int j = 0; j < DOT_N; j++) out[r][j] = lanes_sum(acc[r][j]);
+#else
+    for (int r = 0; r < DOT_M; r++)
+        for (int j = 0; j < DOT_N; j++) out[r][j] = 0.0f;
+#endif
+    for (; kk < k; kk++)
+        for (int r = 0; r < DOT_M; r++)
+            for (int j = 0; j < DOT_N; j++) out[r][j] += arow[r][kk] * brow[j][kk];
+}
+
+void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, float *c, int64_t c_row,
+                 int64_t c_col, const ep_epilogue *e) {
+    for (int64_t i = 0; i < m; i += DOT_M) {
+        int64_t rows = m - i < DOT_M ? m - i : DOT_M;
+        const float *arow[DOT_M];
+        for (int r = 0; r < DOT_M; r++) arow[r] = a + (i + (r < rows ? r : rows - 1)) * k;
+        for (int64_t j0 = 0; j0 < n; j0 += DOT_N) {
+            int64_t cols = n - j0 < DOT_N ? n - j0 : DOT_N;
+            const float *brow[DOT_N];
+            for (int j = 0; j < DOT_N; j++) brow[j] = bt + (j0 + (j < cols ? j : cols - 1)) * k;
+            float out[DOT_M][DOT_N];
+            dot_block(k, arow, brow, out);
+            for (int64_t r = 0; r < rows; r++) {
+                float bias = e->row_bias ? e->row_bias[i + r] : 0.0f;
+                for (int64_t j = 0; j < cols; j++) {
+                    float *at = c + (i + r) * c_row + (j0 + j) * c_col;
+                    float v = e->alpha * out[r][j] + bias;
+                    if (e->accumulate) v += *at;
+                    *at = ep_activate(e->act, v, e->act_a, e->act_b);
+                }
             }
         }
     }

@@ -56,9 +56,10 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,
                     const int32_t *offsets, float *c, int64_t ldc, const ep_epilogue *epilogue);
 
-/* The same product with C written transposed (element (i, j) at c[j * ldc + i]) and the bias per column: for
-   products with few rows of output, computed as the transpose so panels are full. */
-void ep_gemm_packed_transposed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
-                               const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
+/* C[i, j] (+)= alpha * dot(A row i, Bt row j) over K, then bias (per row of A) and activation, at c[i * c_row +
+   j * c_col]: A is M x K and Bt is N x K, both with rows contiguous in K. For products with few columns (a narrow
+   conv's output positions): nothing packed, the weights (A) read once, in vectors along K. */
+void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, float *c, int64_t c_row,
+                 int64_t c_col, const ep_epilogue *epilogue);
 
 #endif

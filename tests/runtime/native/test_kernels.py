@@ -33,8 +33,10 @@ def check(model: onnx.ModelProto, x: np.ndarray) -> None:
 CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
     (8, 8, 8, 3, 1, 1, 1, 19), (8, 8, 8, 3, 2, 1, 1, 21), (6, 6, 6, 5, 1, 2, 1, 17), (4, 4, 4, 3, 1, 2, 2, 15),
     (3, 16, 1, 3, 1, 1, 1, 40), (3, 16, 1, 3, 2, 0, 1, 37), (8, 12, 4, 3, 1, 1, 2, 23), (16, 96, 1, 3, 1, 0, 1, 5),
-    (16, 80, 1, 1, 1, 0, 1, 3), (5, 7, 1, 1, 1, 0, 1, 33),
+    (16, 80, 1, 1, 1, 0, 1, 3), (5, 7, 1, 1, 1, 0, 1, 33), (13, 70, 1, 3, 1, 1, 1, 2), (10, 64, 2, 3, 2, 1, 1, 3),
 ]
+"""The last two are narrow (fewer output positions than a panel's columns, 32 or more output channels per group):
+odd K, rows and positions that leave partial blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)

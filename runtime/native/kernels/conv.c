@@ -377,15 +377,26 @@ static ep_status check_conv_transpose(const ep_node *n, size_t *scratch, char *e
     return EP_OK;
 }
 
+/* Adds each row (m, ky, kx) of the product block (input positions n0 .. n0 + nb) to the output positions its
+   taps reach: along each input row's run of positions, the outputs inside are one strided stretch. */
 static void scatter_columns(const conv_shape *s, const float *cols, int64_t rows, int64_t n0, int64_t nb, float *y) {
     int64_t ohw = s->oh * s->ow;
     for (int64_t r = 0; r < rows; r++) {
         int64_t m = r / (s->kh * s->kw), ky = r / s->kw % s->kh, kx = r % s->kw;
         float *plane = y + m * ohw;
-        for (int64_t j = 0; j < nb; j++) {
-            int64_t iy = (n0 + j) / s->w, ix = (n0 + j) % s->w;
-            int64_t oy = iy * s->sh - s->pt + ky * s->dh, ox = ix * s->sw - s->pl + kx * s->dw;
-            if (oy >= 0 && oy < s->oh && ox >= 0 && ox < s->ow) plane[oy * s->ow + ox] += cols[r * nb + j];
+        const float *src = cols + r * nb;
+        int64_t iy = n0 / s->w, ix = n0 % s->w;
+        for (int64_t j = 0; j < nb; iy++, ix = 0) {
+            int64_t run = s->w - ix < nb - j ? s->w - ix : nb - j;
+            int64_t oy = iy * s->sh - s->pt + ky * s->dh, ox0 = ix * s->sw - s->pl + kx * s->dw;
+            if (oy >= 0 && oy < s->oh) {
+                float *out = plane + oy * s->ow + ox0;
+                int64_t lo = first_valid(ox0, s->sw);
+                int64_t hi = s->ow - 1 - ox0 < 0 ? 0 : (s->ow - 1 - ox0) / s->sw + 1;
+                hi = hi < run ? hi : run;
+                for (int64_t t = lo; t < hi; t++) out[t * s->sw] += src[j + t];
+            }
+            j += run;
         }
     }
 }

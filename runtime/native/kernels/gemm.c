@@ -184,10 +184,10 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-/* Sum of the lanes of v. */
-static inline float lanes_sum(ep_v8 v) {
+/* Sum of the lanes of *v (a pointer: a vector passed by value would tie the code to one vector ABI). */
+static inline float lanes_sum(const ep_v8 *v) {
     float total = 0.0f;
-    for (int l = 0; l < EP_GEMM_LANES; l++) total += v[l];
+    for (int l = 0; l < EP_GEMM_LANES; l++) total += (*v)[l];
     return total;
 }
 #endif
@@ -214,7 +214,7 @@ static void dot_block(int64_t k, const float *const *arow, const float *const *b
         }
     }
     for (int r = 0; r < DOT_M; r++)
-        for (int j = 0; j < DOT_N; j++) out[r][j] = lanes_sum(acc[r][j]);
+        for (int j = 0; j < DOT_N; j++) out[r][j] = lanes_sum(&acc[r][j]);
 #else
     for (int r = 0; r < DOT_M; r++)
         for (int j = 0; j < DOT_N; j++) out[r][j] = 0.0f;

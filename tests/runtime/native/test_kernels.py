@@ -1,5 +1,5 @@
-"""The kernels' fast paths (depthwise rows, im2col panels inside the input, narrow convs run transposed, global
-pools, broadcast MatMul) and Resize over height and width against `reference` on single-node models, within 1e-4 of
+"""The kernels' fast paths (depthwise rows, im2col panels inside the input, narrow convs as dot products,
+ConvTranspose's scatter, global pools, broadcast MatMul) and Resize over height and width against `reference` on single-node models, within 1e-4 of
 the output's scale."""
 
 from __future__ import annotations
@@ -47,6 +47,26 @@ def test_conv_paths(case: tuple[int, ...]) -> None:
     bias = rng.standard_normal(cout).astype(np.float32)
     model = single_node("Conv", [1, cin, size, size + 3], {"w": weights, "b": bias}, ["w", "b"], group=group,
                         strides=[stride, stride], pads=[pad] * 4, dilations=[dilation, dilation])
+    check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
+
+
+CONV_TRANSPOSES = [  # (channels in, out, group, kernel, strides, pads, dilations, output padding, size)
+    (24, 24, 1, 2, 2, 0, 1, 0, 9), (24, 1, 1, 2, 2, 0, 1, 0, 7), (8, 6, 1, 3, 2, 1, 1, 1, 6),
+    (8, 12, 2, 3, 1, 1, 2, 0, 5), (5, 7, 1, 4, 3, 2, 1, 2, 4),
+]
+"""Kernel equal to the stride (PP-OCR det's upsampling: each input pixel to its own outputs), overlapping taps with
+padding and output padding, groups and dilation, and a kernel past the stride."""
+
+
+@pytest.mark.parametrize("case", CONV_TRANSPOSES)
+def test_conv_transpose_paths(case: tuple[int, ...]) -> None:
+    cin, cout, group, kernel, stride, pad, dilation, output_padding, size = case
+    rng = np.random.default_rng(sum(case))
+    weights = rng.standard_normal((cin, cout // group, kernel, kernel)).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    model = single_node("ConvTranspose", [1, cin, size, size + 3], {"w": weights, "b": bias}, ["w", "b"],
+                        group=group, strides=[stride, stride], pads=[pad] * 4, dilations=[dilation, dilation],
+                        output_padding=[output_padding, output_padding])
     check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
 
 

@@ -130,7 +130,11 @@ def emit_gemm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     out, = lw.outputs(node, inputs)
     a = shape_of(inputs[0])
     k = a[0] if attrs.get("transA", 0) else a[1]
-    params = [attrs.get("transA", 0), attrs.get("transB", 0), F32(attrs.get("alpha", 1.0)),
+    trans_b = attrs.get("transB", 0)
+    if trans_b and isinstance(inputs[1], np.ndarray):  # stored K x N: the kernel copies its rows, not gathers columns
+        inputs = [inputs[0], np.ascontiguousarray(inputs[1].T), *inputs[2:]]
+        trans_b = 0
+    params = [attrs.get("transA", 0), trans_b, F32(attrs.get("alpha", 1.0)),
               F32(attrs.get("beta", 1.0)), ACTIVATIONS["None"], F32(0.0), F32(0.0)]
     lw.emit("Gemm", inputs[:3], [out], params, lw.gemm_scratch(k, out.shape[1]))
     return [out]

@@ -1,5 +1,5 @@
 /* Softmax / LogSoftmax, the per-channel affine of BatchNormalization, and LayerNormalization. */
-#include "../ep_internal.h"
+#include "vector_exp.h"
 
 static ep_status float_same_shape(const ep_node *n, char *error) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
@@ -17,6 +17,34 @@ static ep_status check_softmax(const ep_node *n, size_t *scratch, char *error) {
     return float_same_shape(n, error);
 }
 
+/* Softmax over one contiguous row: its exps 8 lanes at a time (x - peak is at most 0: clamped below only), summed
+   per lane, then scaled by the inverse of the sum. */
+static void softmax_row(const float *src, float *dst, int64_t length) {
+    float peak = -3.4028235e38f;
+    for (int64_t k = 0; k < length; k++) peak = src[k] > peak ? src[k] : peak;
+    int64_t k = 0;
+    float sum = 0.0f;
+#ifdef EP_VECTOR_EXP
+    ep_vf lanes = {0};
+    for (; k + EP_VF_LANES <= length; k += EP_VF_LANES) {
+        ep_vf v;
+        __builtin_memcpy(&v, src + k, sizeof v);
+        v -= peak;
+        ep_clamp_exp_range(&v);
+        ep_exp_lanes(&v);
+        __builtin_memcpy(dst + k, &v, sizeof v);
+        lanes += v;
+    }
+    for (int l = 0; l < EP_VF_LANES; l++) sum += lanes[l];
+#endif
+    for (; k < length; k++) {
+        dst[k] = ep_expf(src[k] - peak);
+        sum += dst[k];
+    }
+    float inverse = 1.0f / sum;
+    for (k = 0; k < length; k++) dst[k] *= inverse;
+}
+
 static ep_status run_softmax(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0];
@@ -29,6 +57,10 @@ static ep_status run_softmax(const ep_node *n, const ep_context *c) {
     }
     const float *in = (const float *)x->data;
     float *out = (float *)n->out[0]->data;
+    if (inner == 1 && !n->params[2]) {
+        for (int64_t o = 0; o < outer; o++) softmax_row(in + o * length, out + o * length, length);
+        return EP_OK;
+    }
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
             const float *src = in + o * length * inner + i;

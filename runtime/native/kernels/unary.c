@@ -1,5 +1,6 @@
 /* Unary elementwise kinds: activations and math on float32 (and, computed in float32, on float64, float16 and
    bfloat16), Abs/Neg/Sign and BitwiseNot on integers, Not on bool, IsNaN and IsInf. */
+#include "vector_exp.h"
 #include "wide.h"
 
 /* The output dtype of a unary kind on an input of `dtype`, or -1 when the kind does not take that dtype. */
@@ -119,40 +120,17 @@ static void run_real_unary(const ep_node *n, int32_t kind, int64_t count) {
     }
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-typedef float unary_v __attribute__((vector_size(32)));
-typedef int32_t unary_vi __attribute__((vector_size(32)));
-#define UNARY_LANES 8
-
-/* exp on 8 lanes in place, as ep_expf computes it (round x / ln 2 half away from zero, a degree-7 polynomial of
-   the rest, 2^k in two factors) for x already clamped into [-103.9, 88.7]; NaN stays NaN. Through a pointer: a
-   vector passed by value would tie the code to one vector ABI. */
-static inline void exp_lanes(unary_v *x) {
-    unary_v kf = *x * 1.44269504f;
-    unary_vi half_away = ((unary_vi)kf & INT32_MIN) | 0x3f000000; /* 0.5 with kf's sign */
-    unary_vi k = __builtin_convertvector(kf + (unary_v)half_away, unary_vi);
-    kf = __builtin_convertvector(k, unary_v);
-    unary_v r = (*x - kf * 0.693145752f) - kf * 1.42860677e-6f;
-    unary_v p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f +
-                r * (1.3888889e-3f + r * 1.9841270e-4f))))));
-    unary_vi half = k >> 1;
-    *x = p * (unary_v)((half + 127) << 23) * (unary_v)((k - half + 127) << 23);
-}
-#endif
-
 /* The logistic function: 8 lanes at a time, exp's argument clamped into its range (a result that would be below
    3e-39 comes out as about that); the rest one by one. */
 static void sigmoid_f32(const float *x, float *y, int64_t count) {
     int64_t i = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    for (; i + UNARY_LANES <= count; i += UNARY_LANES) {
-        unary_v t;
+#ifdef EP_VECTOR_EXP
+    for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
+        ep_vf t;
         __builtin_memcpy(&t, x + i, sizeof t);
         t = -t;
-        unary_vi low = t < -103.9f, high = t > 88.7f;
-        t = (unary_v)(((unary_vi)t & ~low) | ((unary_vi)((unary_v){0} - 103.9f) & low));
-        t = (unary_v)(((unary_vi)t & ~high) | ((unary_vi)((unary_v){0} + 88.7f) & high));
-        exp_lanes(&t);
+        ep_clamp_exp_range(&t);
+        ep_exp_lanes(&t);
         t = 1.0f / (1.0f + t);
         __builtin_memcpy(y + i, &t, sizeof t);
     }

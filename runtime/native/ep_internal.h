@@ -128,7 +128,24 @@ static inline float ep_expf(float x) {
 float ep_logf(float x);
 float ep_tanhf(float x);
 static inline float ep_sigmoidf(float x) { return 1.0f / (1.0f + ep_expf(-x)); }
-float ep_erff(float x);
+/* erf to about 2 ulp: x times an even Taylor polynomial for |x| < 1; above, 1 - erfc with erfc(x) = t P(t) e^(-x^2),
+   t = 1 / (1 + 0.3275911 |x|) (Abramowitz and Stegun 7.1.26, absolute error 1.5e-7), which is 1 from 4 on. The
+   polynomials are macros, so that vector kernels (kernels/vector_math.h) evaluate them alike. */
+#define EP_ERF_TAYLOR(x2)                                                                                          \
+    (1.128379167e+00f + (x2) * (-3.761263890e-01f + (x2) * (1.128379167e-01f + (x2) * (-2.686617065e-02f +        \
+     (x2) * (5.223977625e-03f + (x2) * (-8.548327023e-04f + (x2) * (1.205533298e-04f + (x2) * (-1.492565036e-05f + \
+     (x2) * (1.646211437e-06f + (x2) * (-1.636584469e-07f + (x2) * 1.480719282e-08f))))))))))
+#define EP_ERFC_POLY(t)                                                                                            \
+    ((t) * (0.254829592f + (t) * (-0.284496736f + (t) * (1.421413741f + (t) * (-1.453152027f + (t) * 1.061405429f)))))
+#define EP_ERFC_P 0.3275911f
+static inline float ep_erff(float x) {
+    float ax = x < 0.0f ? -x : x;
+    if (ax < 1.0f) return x * EP_ERF_TAYLOR(x * x);
+    if (x != x) return x;
+    ax = ax > 4.0f ? 4.0f : ax;
+    float t = 1.0f / (1.0f + EP_ERFC_P * ax), y = 1.0f - EP_ERFC_POLY(t) * ep_expf(-ax * ax);
+    return x < 0.0f ? -y : y;
+}
 float ep_powf(float x, float y);
 float ep_sqrtf(float x);
 float ep_floorf(float x);

@@ -4,8 +4,6 @@
 #define EP_LN2 0.69314718055994530942
 #define EP_LOG2E 1.44269504088896340736
 #define EP_SQRT2 1.41421356237309504880
-#define EP_TWO_OVER_SQRT_PI 1.12837916709551257390
-#define EP_INV_SQRT_PI 0.56418958354775628695
 #define EP_PI_2 1.57079632679489661923
 #define EP_INFINITY ep_double_from_bits(0x7FF0000000000000ull)
 
@@ -86,32 +84,6 @@ float ep_tanhf(float x) {
     if (x < -10.0f) return -1.0f;
     double e = expm1_d(2.0 * (double)x);
     return (float)(e / (e + 2.0));
-}
-
-static double erfc_continued_fraction(double x) {
-    double fraction = x;
-    for (int n = 60; n >= 1; n--) fraction = x + (n * 0.5) / fraction;
-    return exp_d(-x * x) * EP_INV_SQRT_PI / fraction;
-}
-
-float ep_erff(float xf) {
-    double x = xf, ax = x < 0 ? -x : x;
-    if (xf != xf) return xf;
-    if (ax >= 4.0) return x < 0 ? -1.0f : 1.0f;
-    double result;
-    if (ax < 3.0) {
-        double x2 = ax * ax, term = ax, sum = ax;
-        for (int n = 1; n < 80; n++) {
-            term *= -x2 / n;
-            double add = term / (2 * n + 1);
-            sum += add;
-            if (add < 1e-17 * sum && -add < 1e-17 * sum) break;
-        }
-        result = EP_TWO_OVER_SQRT_PI * sum;
-    } else {
-        result = 1.0 - erfc_continued_fraction(ax);
-    }
-    return (float)(x < 0 ? -result : result);
 }
 
 float ep_sqrtf(float x) { return __builtin_sqrtf(x); }

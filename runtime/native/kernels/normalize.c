@@ -1,5 +1,5 @@
 /* Softmax / LogSoftmax, the per-channel affine of BatchNormalization, and LayerNormalization. */
-#include "vector_exp.h"
+#include "vector_math.h"
 
 static ep_status float_same_shape(const ep_node *n, char *error) {
     const ep_tensor *x = n->in[0], *y = n->out[0];
@@ -24,7 +24,7 @@ static void softmax_row(const float *src, float *dst, int64_t length) {
     for (int64_t k = 0; k < length; k++) peak = src[k] > peak ? src[k] : peak;
     int64_t k = 0;
     float sum = 0.0f;
-#ifdef EP_VECTOR_EXP
+#ifdef EP_VECTOR_MATH
     ep_vf lanes = {0};
     for (; k + EP_VF_LANES <= length; k += EP_VF_LANES) {
         ep_vf v;

@@ -81,9 +81,9 @@ static int64_t integer_at(const ep_tensor *x, int64_t i) { return (int64_t)ep_lo
 
 static int64_t zero_at(const ep_tensor *zero, int64_t i) { return zero ? integer_at(zero, i) : 0; }
 
-/* round(v) + zero saturated to the byte dtype (NaN gives the zero point). */
+/* round(v) + zero saturated to the byte dtype (NaN gives the dtype's lowest value, as onnxruntime does). */
 static void store_quantized(void *data, int32_t dtype, int64_t i, float v, int64_t zero) {
-    ep_store_real(data, dtype, i, v == v ? (double)ep_roundf_even(v) + (double)zero : (double)zero, 1);
+    ep_store_real(data, dtype, i, v == v ? (double)ep_roundf_even(v) + (double)zero : -1e30, 1);
 }
 
 /* The scale (and zero point) index of element (o, a, r). */
@@ -93,9 +93,45 @@ static int64_t scale_index(const layout *l, int64_t o, int64_t a, int64_t r) {
     return (o * l->blocks + a / l->block) * l->inner + r;
 }
 
+/* ROUND_MAGIC added then taken away rounds a float of magnitude below 2^22 half to even, in any vector unit. */
+#define ROUND_MAGIC 12582912.0f
+
+/* One scale and zero point for the whole tensor, float32 to a byte: loops the compiler vectorizes. x / scale is
+   clamped into [-2^21, 2^21] first (NaN to the low end, as store_quantized), so the rounding trick holds and the
+   saturation bounds it. */
+static void quantize_per_tensor(const float *x, void *y, int32_t dtype, int64_t count, float scale, float zero) {
+    float low = dtype == EP_I8 ? -128.0f : 0.0f, high = dtype == EP_I8 ? 127.0f : 255.0f;
+    for (int64_t i = 0; i < count; i++) {
+        float v = x[i] / scale;
+        v = v == v ? v : -2097152.0f;
+        v = v < -2097152.0f ? -2097152.0f : (v > 2097152.0f ? 2097152.0f : v);
+        v = (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
+        v = v < low ? low : (v > high ? high : v);
+        if (dtype == EP_I8) ((int8_t *)y)[i] = (int8_t)(int32_t)v;
+        else ((uint8_t *)y)[i] = (uint8_t)(int32_t)v;
+    }
+}
+
+static void dequantize_per_tensor(const void *x, int32_t dtype, float *y, int64_t count, float scale, int32_t zero) {
+    if (dtype == EP_I8)
+        for (int64_t i = 0; i < count; i++) y[i] = (float)((int32_t)((const int8_t *)x)[i] - zero) * scale;
+    else
+        for (int64_t i = 0; i < count; i++) y[i] = (float)((int32_t)((const uint8_t *)x)[i] - zero) * scale;
+}
+
 static void convert(const ep_node *n, int mode) {
     const ep_tensor *x = n->in[0], *scale = n->in[1], *zero = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
     layout l = layout_of(x, scale, n->params[1], n->params[2]);
+    if (l.per_tensor && mode == QUANTIZE && x->dtype == EP_F32 && is_byte(y->dtype)) {
+        quantize_per_tensor((const float *)x->data, y->data, y->dtype, x->count, *(const float *)scale->data,
+                            (float)zero_at(zero, 0));
+        return;
+    }
+    if (l.per_tensor && mode == DEQUANTIZE && is_byte(x->dtype) && y->dtype == EP_F32) {
+        dequantize_per_tensor(x->data, x->dtype, (float *)y->data, x->count, *(const float *)scale->data,
+                              (int32_t)zero_at(zero, 0));
+        return;
+    }
     const float *s = (const float *)scale->data;
     int64_t i = 0;
     for (int64_t o = 0; o < l.outer; o++)

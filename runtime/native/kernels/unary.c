@@ -1,6 +1,6 @@
 /* Unary elementwise kinds: activations and math on float32 (and, computed in float32, on float64, float16 and
    bfloat16), Abs/Neg/Sign and BitwiseNot on integers, Not on bool, IsNaN and IsInf. */
-#include "vector_exp.h"
+#include "vector_math.h"
 #include "wide.h"
 
 /* The output dtype of a unary kind on an input of `dtype`, or -1 when the kind does not take that dtype. */
@@ -124,7 +124,7 @@ static void run_real_unary(const ep_node *n, int32_t kind, int64_t count) {
    3e-39 comes out as about that); the rest one by one. */
 static void sigmoid_f32(const float *x, float *y, int64_t count) {
     int64_t i = 0;
-#ifdef EP_VECTOR_EXP
+#ifdef EP_VECTOR_MATH
     for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
         ep_vf t;
         __builtin_memcpy(&t, x + i, sizeof t);
@@ -136,6 +136,22 @@ static void sigmoid_f32(const float *x, float *y, int64_t count) {
     }
 #endif
     for (; i < count; i++) y[i] = ep_sigmoidf(x[i]);
+}
+
+/* erf, or GELU (0.5 x (1 + erf(x / sqrt 2))), 8 lanes at a time; the rest one by one. */
+static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
+    int64_t i = 0;
+#ifdef EP_VECTOR_MATH
+    for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
+        ep_vf v, e;
+        __builtin_memcpy(&v, x + i, sizeof v);
+        e = gelu ? v * 0.70710678118654752f : v;
+        ep_erf_lanes(&e);
+        if (gelu) e = 0.5f * v * (1.0f + e);
+        __builtin_memcpy(y + i, &e, sizeof e);
+    }
+#endif
+    for (; i < count; i++) y[i] = gelu ? unary_f32(U_GELU, x[i], 0.0f, 0.0f) : ep_erff(x[i]);
 }
 
 static ep_status run_unary(const ep_node *n, const ep_context *c) {
@@ -172,6 +188,10 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
         break;
     case U_SIGMOID:
         sigmoid_f32(x, y, count);
+        break;
+    case U_ERF:
+    case U_GELU:
+        erf_or_gelu_f32(kind == U_GELU, x, y, count);
         break;
     case U_HARD_SIGMOID:
         for (int64_t i = 0; i < count; i++) {

@@ -58,7 +58,9 @@ def scales(shape: tuple[int, ...]) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_quantize_per_tensor_ties_and_saturation(dtype: str) -> None:
-    x = np.concatenate([np.arange(-300, 300, 0.5), RNG.normal(0, 100, 200)]).astype(np.float32).reshape(8, -1)
+    x = np.concatenate([np.arange(-300, 300, 0.5), RNG.normal(0, 100, 192),
+                        [np.nan, np.inf, -np.inf, 1e30, -1e30, 4194304.5, -8388609.0, 2.5]]).astype(np.float32)
+    x = x.reshape(8, -1)
     check("QuantizeLinear", {"x": x, "s": np.array(1.0, np.float32), "z": np.array(3, dtype)})
     check("QuantizeLinear", {"x": x, "s": np.array(0.5, np.float32), "z": np.array(-7 if dtype == "int8" else 200,
                                                                                     dtype)})

@@ -1,13 +1,13 @@
 /* exp on 8 float lanes with the compilers' vector extensions (an AVX2 or half an AVX-512 register, two NEON or
    SIMD128 registers), for the elementwise kernels. Vectors go through pointers: passed by value they would tie the
    code to one vector ABI. */
-#ifndef EP_VECTOR_EXP_H
-#define EP_VECTOR_EXP_H
+#ifndef EP_VECTOR_MATH_H
+#define EP_VECTOR_MATH_H
 
 #include "../ep_internal.h"
 
 #if defined(__GNUC__) || defined(__clang__)
-#define EP_VECTOR_EXP 1
+#define EP_VECTOR_MATH 1
 #define EP_VF_LANES 8
 typedef float ep_vf __attribute__((vector_size(EP_VF_LANES * 4)));
 typedef int32_t ep_vi __attribute__((vector_size(EP_VF_LANES * 4)));
@@ -31,6 +31,20 @@ static inline void ep_exp_lanes(ep_vf *x) {
               r * (1.3888889e-3f + r * 1.9841270e-4f))))));
     ep_vi half = k >> 1;
     *x = p * (ep_vf)((half + 127) << 23) * (ep_vf)((k - half + 127) << 23);
+}
+
+/* erf of each lane in place, as ep_erff computes it (both of its forms, then the one for each lane's magnitude). */
+static inline void ep_erf_lanes(ep_vf *x) {
+    ep_vi sign = (ep_vi)*x & INT32_MIN;
+    ep_vf ax = (ep_vf)((ep_vi)*x & INT32_MAX);
+    ep_vi small = ax < 1.0f;
+    ep_vf near = *x * EP_ERF_TAYLOR(*x * *x);
+    ep_vi beyond = ax > 4.0f;
+    ax = (ep_vf)(((ep_vi)ax & ~beyond) | ((ep_vi)((ep_vf){0} + 4.0f) & beyond));
+    ep_vf t = 1.0f / (1.0f + EP_ERFC_P * ax), e = -ax * ax;
+    ep_exp_lanes(&e);
+    ep_vf far = (ep_vf)((ep_vi)(1.0f - EP_ERFC_POLY(t) * e) | sign);
+    *x = (ep_vf)(((ep_vi)near & small) | ((ep_vi)far & ~small));
 }
 #endif
 

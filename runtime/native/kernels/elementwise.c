@@ -83,6 +83,8 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
         case B_SUB: EP_ROW_LOOP(x - z); break;
         case B_MUL: EP_ROW_LOOP(x * z); break;
         case B_DIV: EP_ROW_LOOP(x / z); break;
+        case B_MAX: EP_ROW_LOOP(x != x ? x : (z != z ? z : (x > z ? x : z))); break;
+        case B_MIN: EP_ROW_LOOP(x != x ? x : (z != z ? z : (x < z ? x : z))); break;
         default: EP_ROW_LOOP(binary_f32(kind, x, z)); break;
         }
     }

@@ -249,6 +249,33 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
     }
 }
 
+void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
+             int64_t b_row, float *c, int64_t ldc, const ep_epilogue *e) {
+    float acc[EP_GEMV_ROWS][EP_GEMM_BLOCK];
+    for (int64_t j0 = 0; j0 < n; j0 += EP_GEMM_BLOCK) {
+        int64_t nb = n - j0 < EP_GEMM_BLOCK ? n - j0 : EP_GEMM_BLOCK;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < nb; j++) acc[i][j] = 0.0f;
+        for (int64_t kk = 0; kk < k; kk++) {
+            const float *row = b + kk * b_row + j0;
+            for (int64_t i = 0; i < m; i++) {
+                float v = a[i * a_row + kk * a_col];
+                float *sum = acc[i];
+                for (int64_t j = 0; j < nb; j++) sum[j] += v * row[j];
+            }
+        }
+        for (int64_t i = 0; i < m; i++) {
+            float *out = c + i * ldc + j0, bias = e->row_bias ? e->row_bias[i] : 0.0f;
+            for (int64_t j = 0; j < nb; j++) {
+                float v = e->alpha * acc[i][j] + bias;
+                if (e->accumulate) v += out[j];
+                out[j] = v;
+            }
+            ep_activate_row(e->act, out, nb, e->act_a, e->act_b);
+        }
+    }
+}
+
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {

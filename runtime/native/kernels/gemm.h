@@ -56,6 +56,15 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,
                     const int32_t *offsets, float *c, int64_t ldc, const ep_epilogue *epilogue);
 
+/* Products with at most this many rows of output run as ep_gemv: the micro-kernel's MR rows would go mostly
+   unused, and packing B would cost more than the product. */
+#define EP_GEMV_ROWS 4
+
+/* C[0:M, 0:N] (+)= alpha * A[M, K] x B[K, N] for M <= EP_GEMV_ROWS, B's rows contiguous (b_row apart), then bias
+   and activation: each row of B read once, in place, and added to every row's sums (vectors along N). */
+void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
+             int64_t b_row, float *c, int64_t ldc, const ep_epilogue *epilogue);
+
 /* C[i, j] (+)= alpha * dot(A row i, Bt row j) over K, then bias (per row of A) and activation, at c[i * c_row +
    j * c_col]: A is M x K and Bt is N x K, both with rows contiguous in K. For products with few columns (a narrow
    conv's output positions): nothing packed, the weights (A) read once, in vectors along K. */

@@ -62,6 +62,10 @@ static void product(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_r
             }
         return;
     }
+    if (m <= EP_GEMV_ROWS && b_col == 1) {
+        ep_gemv(m, k, n, a, a_row, a_col, b, b_row, c, n, e);
+        return;
+    }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
     for (int64_t n0 = 0; n0 < n; n0 += block) {
         int64_t nb = n - n0 < block ? n - n0 : block;

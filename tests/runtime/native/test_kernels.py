@@ -1,6 +1,6 @@
 """The kernels' fast paths (depthwise rows, im2col panels inside the input, narrow convs as dot products,
-ConvTranspose's scatter, global pools, broadcast MatMul) and Resize over height and width against `reference` on single-node models, within 1e-4 of
-the output's scale."""
+ConvTranspose's scatter, global pools, broadcast MatMul, products with few rows) and Resize over height and width
+against `reference` on single-node models, within 1e-4 of the output's scale."""
 
 from __future__ import annotations
 
@@ -89,3 +89,25 @@ def test_broadcast_matmul() -> None:
     w = np.random.default_rng(3).standard_normal((3, 1, 20, 37)).astype(np.float32)
     check(single_node("MatMul", [4, 13, 20], {"w": w}, ["w"]),
           np.random.default_rng(4).standard_normal((4, 13, 20)).astype(np.float32))
+
+
+@pytest.mark.parametrize("shape", [(1, 1152), (3, 40), (2, 3, 5)], ids=["one-row", "three-rows", "batched"])
+def test_matmul_with_few_rows(shape: tuple[int, ...]) -> None:
+    """At most four rows of output: each row of B read once for all of them (ep_gemv), its columns in blocks of
+    256 with a partial last one."""
+    w = np.random.default_rng(5).standard_normal((shape[-1], 600)).astype(np.float32)
+    check(single_node("MatMul", list(shape), {"w": w}, ["w"]), np.random.default_rng(6).standard_normal(shape)
+          .astype(np.float32))
+
+
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_with_few_rows(trans_a: int, trans_b: int) -> None:
+    """Two rows of output with alpha, beta and a C that broadcasts over them; B stored either way round (the
+    compiler stores a transposed constant B as K x N)."""
+    rng = np.random.default_rng(7 + 2 * trans_a + trans_b)
+    b = rng.standard_normal((300, 70) if trans_b else (70, 300)).astype(np.float32)
+    c = rng.standard_normal(300).astype(np.float32)
+    x_shape = [70, 2] if trans_a else [2, 70]
+    model = single_node("Gemm", x_shape, {"b": b, "c": c}, ["b", "c"], transA=trans_a, transB=trans_b, alpha=0.5,
+                        beta=2.0)
+    check(model, rng.standard_normal(x_shape).astype(np.float32))

@@ -1,7 +1,7 @@
-"""The trigonometric and hyperbolic Unary kinds, Mish, the vectorized activations and Softmax, Shrink, IsNaN, IsInf and BitwiseNot, and the bitwise Binary
-kinds (BitShift, BitwiseAnd, BitwiseOr, BitwiseXor) on the `cpu` provider against onnxruntime, on single-node models
-over the whole domain of each op: within 2e-6 relative for floats (with NaN and infinity where onnxruntime has
-them), exact for integer and bool results."""
+"""The trigonometric and hyperbolic Unary kinds, Mish, the vectorized activations and Softmax, Shrink, IsNaN, IsInf and
+BitwiseNot, and the bitwise Binary kinds (BitShift, BitwiseAnd, BitwiseOr, BitwiseXor) on the `cpu` provider against
+onnxruntime, on single-node models over the whole domain of each op: within 2e-6 relative for floats (with NaN and
+infinity where onnxruntime has them), exact for integer and bool results."""
 
 from __future__ import annotations
 

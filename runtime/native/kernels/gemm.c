@@ -251,9 +251,9 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
 
 void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
              int64_t b_row, float *c, int64_t ldc, const ep_epilogue *e) {
-    float acc[EP_GEMV_ROWS][EP_GEMM_BLOCK];
-    for (int64_t j0 = 0; j0 < n; j0 += EP_GEMM_BLOCK) {
-        int64_t nb = n - j0 < EP_GEMM_BLOCK ? n - j0 : EP_GEMM_BLOCK;
+    float acc[EP_GEMV_ROWS][EP_GEMV_COLUMNS];
+    for (int64_t j0 = 0; j0 < n; j0 += EP_GEMV_COLUMNS) {
+        int64_t nb = n - j0 < EP_GEMV_COLUMNS ? n - j0 : EP_GEMV_COLUMNS;
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < nb; j++) acc[i][j] = 0.0f;
         for (int64_t kk = 0; kk < k; kk++) {

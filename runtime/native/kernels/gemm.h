@@ -59,6 +59,8 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
 /* Products with at most this many rows of output run as ep_gemv: the micro-kernel's MR rows would go mostly
    unused, and packing B would cost more than the product. */
 #define EP_GEMV_ROWS 4
+/* Columns of C an ep_gemv sums at a time (on the stack): wide enough that most rows of B stream in one sweep. */
+#define EP_GEMV_COLUMNS 512
 
 /* C[0:M, 0:N] (+)= alpha * A[M, K] x B[K, N] for M <= EP_GEMV_ROWS, B's rows contiguous (b_row apart), then bias
    and activation: each row of B read once, in place, and added to every row's sums (vectors along N). */

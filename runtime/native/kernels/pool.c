@@ -257,36 +257,99 @@ static void global_pool(int is_max, const float *in, float *out, int64_t planes,
     }
 }
 
+/* Output columns whose windows pool_2d_f32 works out once per call rather than once per output row. */
+#define POOL_COLUMNS 512
+/* Input widths up to which a max pool first takes each column's max over a window's rows (a loop that vectorizes),
+   then each window's max over those. */
+#define POOL_ROW 2048
+
+/* The larger of v and acc, NaN once either is NaN; a select, not a branch (the comparisons of random data would
+   mispredict). */
+static inline float max_or_nan(float v, float acc) { return ((v > acc) | (v != v)) ? v : acc; }
+
+/* One output column's window along the width: its first input column, its kernel columns inside the input
+   [lo, hi) and the count inside the padded input. */
+typedef struct {
+    int64_t start, lo, hi, padded;
+} pool_columns;
+
+static pool_columns columns_of(const pool_geometry *g, int64_t w, int64_t ox) {
+    pool_columns c;
+    int64_t plo, phi;
+    c.start = ox * g->stride[1] - g->begin[1];
+    kernel_range(c.start, g->dilation[1], g->kernel[1], 0, w, &c.lo, &c.hi);
+    kernel_range(c.start, g->dilation[1], g->kernel[1], -g->begin[1], w + g->end[1], &plo, &phi);
+    c.padded = phi - plo;
+    return c;
+}
+
+/* One output row of a max pool from its input columns' maxima over the window's rows: the outputs whose windows lie
+   inside the input kernel column by kernel column (loops over the outputs, which vectorize), the others one by one
+   (0 for a window wholly in the padding). */
+static void max_over_columns(const pool_geometry *g, const float *columns, int64_t w, float *out, int64_t ow) {
+    int64_t s = g->stride[1], pad = g->begin[1], dx = g->dilation[1], k = g->kernel[1];
+    int64_t lo = (pad + s - 1) / s, hi = w - 1 - (k - 1) * dx + pad < 0 ? 0 : (w - 1 - (k - 1) * dx + pad) / s + 1;
+    hi = hi < ow ? hi : ow;
+    lo = lo < hi ? lo : hi;
+    for (int64_t ox = lo; ox < hi; ox++) out[ox] = columns[ox * s - pad];
+    for (int64_t kx = 1; kx < k; kx++) {
+        const float *shifted = columns + kx * dx - pad;
+        for (int64_t ox = lo; ox < hi; ox++) out[ox] = max_or_nan(shifted[ox * s], out[ox]);
+    }
+    for (int64_t ox = 0; ox < ow; ox++) {
+        if (ox == lo) ox = hi;
+        if (ox >= ow) break;
+        pool_columns c = columns_of(g, w, ox);
+        float acc = c.lo < c.hi ? columns[c.start + c.lo * dx] : 0.0f;
+        for (int64_t kx = c.lo + 1; kx < c.hi; kx++) acc = max_or_nan(columns[c.start + kx * dx], acc);
+        out[ox] = acc;
+    }
+}
+
 /* 2-D max and average pools on float32 without indices, the common case: each output's window is clipped to the
-   input once, then summed or maxed without per-element bounds checks. */
+   input once (the columns' once per call, up to POOL_COLUMNS of them), then maxed or summed without per-element
+   bounds checks. */
 static void pool_2d_f32(const pool_geometry *g, const pool_layout *l, const float *x, float *y, int64_t planes,
                         int64_t oh, int64_t ow) {
-    int64_t h = l->size[0], w = l->size[1];
+    int64_t h = l->size[0], w = l->size[1], dy = g->dilation[0], dx = g->dilation[1];
     int is_max = g->kind == KIND_MAX;
+    pool_columns known[POOL_COLUMNS];
+    float row_max[POOL_ROW];
+    int64_t cached = ow < POOL_COLUMNS ? ow : POOL_COLUMNS;
+    for (int64_t ox = 0; ox < cached; ox++) known[ox] = columns_of(g, w, ox);
     for (int64_t q = 0; q < planes; q++) {
         const float *in = x + q * h * w;
         float *out = y + q * oh * ow;
         for (int64_t oy = 0; oy < oh; oy++) {
             int64_t sy = oy * g->stride[0] - g->begin[0], ylo, yhi, pylo, pyhi;
-            kernel_range(sy, g->dilation[0], g->kernel[0], 0, h, &ylo, &yhi);
-            kernel_range(sy, g->dilation[0], g->kernel[0], -g->begin[0], h + g->end[0], &pylo, &pyhi);
-            for (int64_t ox = 0; ox < ow; ox++) {
-                int64_t sx = ox * g->stride[1] - g->begin[1], xlo, xhi, pxlo, pxhi;
-                kernel_range(sx, g->dilation[1], g->kernel[1], 0, w, &xlo, &xhi);
-                kernel_range(sx, g->dilation[1], g->kernel[1], -g->begin[1], w + g->end[1], &pxlo, &pxhi);
-                int64_t inside = (yhi - ylo) * (xhi - xlo);
-                float acc = 0.0f;
-                if (inside && is_max) acc = in[(sy + ylo * g->dilation[0]) * w + sx + xlo * g->dilation[1]];
-                for (int64_t ky = ylo; ky < yhi; ky++) {
-                    const float *row = in + (sy + ky * g->dilation[0]) * w + sx;
-                    for (int64_t kx = xlo; kx < xhi; kx++) {
-                        float v = row[kx * g->dilation[1]];
-                        if (is_max) acc = acc != acc ? acc : (acc > v ? acc : v); /* a NaN, once met, stays */
-                        else acc += v;
-                    }
+            kernel_range(sy, dy, g->kernel[0], 0, h, &ylo, &yhi);
+            kernel_range(sy, dy, g->kernel[0], -g->begin[0], h + g->end[0], &pylo, &pyhi);
+            if (is_max && w <= POOL_ROW && ylo < yhi) { /* each input column's max over the window's rows */
+                const float *first = in + (sy + ylo * dy) * w;
+                for (int64_t i = 0; i < w; i++) row_max[i] = first[i];
+                for (int64_t ky = ylo + 1; ky < yhi; ky++) {
+                    const float *row = in + (sy + ky * dy) * w;
+                    for (int64_t i = 0; i < w; i++) row_max[i] = max_or_nan(row[i], row_max[i]);
                 }
-                if (!is_max) {
-                    int64_t divisor = g->include_pad ? (pyhi - pylo) * (pxhi - pxlo) : inside;
+                max_over_columns(g, row_max, w, out + oy * ow, ow);
+                continue;
+            }
+            for (int64_t ox = 0; ox < ow; ox++) {
+                pool_columns c = ox < cached ? known[ox] : columns_of(g, w, ox);
+                int64_t inside = (yhi - ylo) * (c.hi - c.lo);
+                float acc = 0.0f;
+                if (is_max) {
+                    if (inside) acc = in[(sy + ylo * dy) * w + c.start + c.lo * dx];
+                    for (int64_t ky = ylo; ky < yhi; ky++) {
+                        const float *row = in + (sy + ky * dy) * w + c.start;
+                        for (int64_t kx = c.lo; kx < c.hi; kx++) acc = max_or_nan(row[kx * dx], acc);
+                    }
+                } else {
+                    for (int64_t ky = ylo; ky < yhi; ky++) {
+                        const float *row = in + (sy + ky * dy) * w + c.start;
+                        for (int64_t kx = c.lo; kx < c.hi; kx++) acc += row[kx * dx];
+                    }
+                    int64_t divisor = g->include_pad ? (pyhi - pylo) * c.padded : inside;
                     acc = divisor ? acc / (float)divisor : 0.0f;
                 }
                 out[oy * ow + ox] = acc;

@@ -111,3 +111,39 @@ def test_gemm_with_few_rows(trans_a: int, trans_b: int) -> None:
     model = single_node("Gemm", x_shape, {"b": b, "c": c}, ["b", "c"], transA=trans_a, transB=trans_b, alpha=0.5,
                         beta=2.0)
     check(model, rng.standard_normal(x_shape).astype(np.float32))
+
+
+MAX_POOLS = [({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 13),
+             ({"kernel_shape": [3, 3], "strides": [1, 1]}, 14), ({"kernel_shape": [2, 2], "strides": [2, 2]}, 13),
+             ({"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 2]}, 15),
+             ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 2100)]
+"""Windows inside the input (maxed column by column over the rows' maxima), at the padded edges, dilated, and a row
+wider than the rows' maxima buffer (2048)."""
+
+
+def max_pool_propagating_nan(x: np.ndarray, kernel_shape: list[int], strides: list[int],
+                             pads: tuple[int, ...] = (0, 0, 0, 0), dilations: tuple[int, ...] = (1, 1)) -> np.ndarray:
+    """The max of each window, NaN where the window holds one (np.maximum), the padding never chosen."""
+    padded = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=-np.inf)
+    out_h = (padded.shape[2] - (kernel_shape[0] - 1) * dilations[0] - 1) // strides[0] + 1
+    out_w = (padded.shape[3] - (kernel_shape[1] - 1) * dilations[1] - 1) // strides[1] + 1
+    result = np.full((*x.shape[:2], out_h, out_w), -np.inf, np.float32)
+    for ky in range(kernel_shape[0]):
+        for kx in range(kernel_shape[1]):
+            top, left = ky * dilations[0], kx * dilations[1]
+            result = np.maximum(result, padded[:, :, top:top + strides[0] * (out_h - 1) + 1:strides[0],
+                                               left:left + strides[1] * (out_w - 1) + 1:strides[1]])
+    return result
+
+
+@pytest.mark.parametrize(("attributes", "width"), MAX_POOLS)
+def test_max_pool_paths_propagate_nan(attributes: dict[str, list[int]], width: int) -> None:
+    """A window holding a NaN gives NaN (the kernel's rule; onnxruntime's and onnx's evaluator depend on where the
+    NaN falls)."""
+    x = np.random.default_rng(width).standard_normal((1, 2, 9, width)).astype(np.float32)
+    x.reshape(-1)[::37] = np.nan
+    model = single_node("MaxPool", [1, 2, 9, width], {}, [], **attributes)
+    expected = max_pool_propagating_nan(x, **attributes)
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    assert np.isnan(expected).any() and not np.isnan(expected).all()
+    np.testing.assert_array_equal(actual, expected)

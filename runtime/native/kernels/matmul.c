@@ -66,6 +66,21 @@ static void product(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_r
         ep_gemv(m, k, n, a, a_row, a_col, b, b_row, c, n, e);
         return;
     }
+    if (b_col == 1 && n >= EP_GEMM_NR && b_row % 16 == 0 && (size_t)k <= ctx->scratch_floats &&
+        (k - 1) * b_row <= INT32_MAX) {
+        /* B's rows are contiguous and 64-byte aligned to each other: its full panels are read in place (row kk at
+           b + kk * b_row), the last columns packed after them, over the offsets (MiniLM's 384 x 1536 weights: no
+           2.4 MB copy per call). Unaligned rows split each panel row across more cache lines: packing wins. */
+        int32_t *offsets = (int32_t *)(void *)ctx->scratch;
+        for (int64_t kk = 0; kk < k; kk++) offsets[kk] = (int32_t)(kk * b_row);
+        int64_t full = n / EP_GEMM_NR * EP_GEMM_NR;
+        for (int64_t p = 0; p < full; p += EP_GEMM_NR) ep_gemm_direct(m, k, a, a_row, a_col, b + p, offsets, c + p, n, e);
+        if (full < n) {
+            ep_pack_strided(ctx->scratch, b, k, full, n - full, b_row, 1);
+            ep_gemm_packed(m, k, n - full, a, a_row, a_col, ctx->scratch, c + full, n, e);
+        }
+        return;
+    }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
     for (int64_t n0 = 0; n0 < n; n0 += block) {
         int64_t nb = n - n0 < block ? n - n0 : block;

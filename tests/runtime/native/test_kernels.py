@@ -100,6 +100,13 @@ def test_matmul_with_few_rows(shape: tuple[int, ...]) -> None:
           .astype(np.float32))
 
 
+def test_matmul_reading_aligned_rows_of_b_in_place() -> None:
+    """B's rows 80 floats apart (64-byte multiples): its full panels are read in place, the rest packed."""
+    w = np.random.default_rng(8).standard_normal((64, 80)).astype(np.float32)
+    check(single_node("MatMul", [13, 64], {"w": w}, ["w"]), np.random.default_rng(9).standard_normal((13, 64))
+          .astype(np.float32))
+
+
 @pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_gemm_with_few_rows(trans_a: int, trans_b: int) -> None:
     """Two rows of output with alpha, beta and a C that broadcasts over them; B stored either way round (the

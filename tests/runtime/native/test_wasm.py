@@ -26,13 +26,13 @@ def test_sample_matches_reference_on_wasm(name: str) -> None:
 
 
 def test_wasm_core_is_small_and_imports_nothing() -> None:
-    """The whole core, every kernel of the op contract, stays under 250 KB (230 KB with the 48 plan ops of
-    2026-11-25, up from 198 KB with 37; 246 KB on 2026-11-26 with the vector loops of exp, erf, Softmax, Max/Min and
-    quantization, and the few-row and narrow products). A bundle's own core, holding only its plan's kernels, is
-    the way below that (issue 26)."""
+    """The whole core, every kernel of the op contract, stays under 256 KB (230 KB with the 48 plan ops of
+    2026-11-25, up from 198 KB with 37; 250 KB on 2026-11-26 with the vector loops of exp, erf, Softmax, Max/Min,
+    max pools and quantization, the few-row and narrow products, and B read in place). A bundle's own core, holding
+    only its plan's kernels, is the way below that (issue 26)."""
     module = wasm_core().read_bytes()
     assert module[:4] == b"\0asm"
-    assert len(module) < 250_000
+    assert len(module) < 256_000
     imports = subprocess.run(["node", "-e", f"const m = new WebAssembly.Module(require('fs').readFileSync("
                                             f"'{wasm_core()}')); console.log(WebAssembly.Module.imports(m).length)"],
                              capture_output=True, text=True)

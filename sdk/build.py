@@ -198,8 +198,8 @@ def package(state: BuildState, progress: Reporter, final: Path, force: bool) -> 
                 run_stage(mixed_precision_stage, state, progress)
             if needs_full_precision(state):
                 run_stage(full_precision_stage, state, progress)
-            if few_samples_warning(state):
-                state.report.warnings.append(few_samples_warning(state))
+            if warning := few_samples_warning(state):
+                state.report.warnings.append(warning)
             if state.options.per_node and state.options.verify:
                 run_stage(per_node_stage, state, progress)
             manifest = assemble_manifest(state)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+from typing import TYPE_CHECKING
+
 import onnx
 
 from edgepack.runtime.bundle_format import real_inputs
 from edgepack.runtime.errors import EdgepackError
+
+if TYPE_CHECKING:
+    from edgepack.targets import ShippedRuntime
 
 FIX = "write it as NAME=D1,D2,... with positive integers, e.g. --input-shape x=1,3,224,224"
 
@@ -74,3 +80,28 @@ def pin_shapes(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], dims:
 def _show(info: onnx.ValueInfoProto) -> str:
     dims = [d.dim_param or (str(d.dim_value) if d.dim_value else "?") for d in info.type.tensor_type.shape.dim]
     return "[" + ", ".join(dims) + "]"
+
+
+def pins_refused(runtime: ShippedRuntime | None, pinned: onnx.ModelProto, model: onnx.ModelProto,
+                 declared: list[onnx.TypeProto]) -> str | None:
+    """Why the runtime a bundle's ONNX model ships to (onnxruntime, for the generic target) refuses the `pinned`
+    model while it takes `model` with its inputs' `declared` types back (restored in place), or None. silero-vad
+    pinned to 512 samples: onnxruntime infers the types of the 8 kHz branch too, whose LSTM then gets a rank-4
+    input."""
+    if runtime is None or runtime.open_bundle is None or not runtime.installed():
+        return None
+    try:
+        runtime.run(pinned)
+        return None
+    except Exception as error:  # noqa: BLE001  (the runtime's own refusal, whatever its type)
+        refusal = str(error).strip().splitlines()
+    pins = [copy.deepcopy(info.type) for info in model.graph.input]
+    for info, kind in zip(model.graph.input, declared):
+        info.type.CopyFrom(kind)
+    try:
+        runtime.run(model)
+    except Exception:  # noqa: BLE001  (refused either way: the pins are not the cause)
+        for info, kind in zip(model.graph.input, pins):
+            info.type.CopyFrom(kind)
+        return None
+    return (refusal[0] if refusal else "refused")[:300]

@@ -41,7 +41,9 @@ def test_weight_only_bundle_records_the_setting_that_folds_its_int8_weights(tmp_
     config = partition["onnxruntime_session_config"]
     assert config == {"session.disable_quant_qdq": "1"}
     model_path = result.bundle_dir / partition["artifact"]
-    assert optimized_ops(model_path, {}, tmp_path).get("DequantizeLinear", 0) > 40
+    quantized = manifest["quantization"]["quantized_tensors"]  # mixed precision may keep some in fp32
+    assert quantized > 20
+    assert optimized_ops(model_path, {}, tmp_path).get("DequantizeLinear", 0) >= quantized
     assert optimized_ops(model_path, config, tmp_path).get("DequantizeLinear", 0) == 0
     expected = run_onnxruntime(samples.path(NAME), feeds)
     model = onnx.load(model_path)

@@ -287,7 +287,7 @@ static void depthwise(const conv_shape *s, const float *x, const float *w, float
         depthwise_edge(s, x, w, bias, row, oy, ky0, ky1, 0, inner_lo);
         depthwise_inner(s, x, w, bias, row, oy, ky0, ky1, inner_lo, inner_hi);
         depthwise_edge(s, x, w, bias, row, oy, ky0, ky1, inner_hi, s->ow);
-        ep_activate_row(s->act, row, s->ow, s->act_a, s->act_b);
+        ep_activate_row(s->act, row, row, s->ow, s->act_a, s->act_b);
     }
 }
 
@@ -428,7 +428,7 @@ static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
                 scatter_columns(&s, cols, rows, n0, nb, y + (b * s.m + g * s.mg) * ohw);
             }
         }
-        ep_activate_row(s.act, y + b * s.m * ohw, s.m * ohw, s.act_a, s.act_b);
+        ep_activate_row(s.act, y + b * s.m * ohw, y + b * s.m * ohw, s.m * ohw, s.act_a, s.act_b);
     }
     return EP_OK;
 }

@@ -19,32 +19,37 @@ float ep_activate(int32_t act, float x, float a, float b) {
     return x;
 }
 
-void ep_activate_row(int32_t act, float *x, int64_t n, float a, float b) {
+void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, float b) {
     switch (act) {
-    case EP_ACT_NONE: return;
+    case EP_ACT_NONE:
+        if (x != y) ep_memcpy(y, x, (size_t)n * sizeof(float));
+        return;
     case EP_ACT_RELU:
-        for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         return;
     case EP_ACT_CLIP:
-        for (int64_t i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
         return;
     case EP_ACT_HARD_SWISH:
         for (int64_t i = 0; i < n; i++) {
             float v = x[i] / 6.0f + 0.5f;
-            x[i] *= v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+            y[i] = x[i] * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
         }
         return;
     case EP_ACT_HARD_SIGMOID:
         for (int64_t i = 0; i < n; i++) {
             float v = a * x[i] + b;
-            x[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+            y[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
         }
         return;
+    case EP_ACT_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? a * x[i] : x[i];
+        return;
     case EP_ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) x[i] = ep_sigmoidf(x[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = ep_sigmoidf(x[i]);
         return;
     default:
-        for (int64_t i = 0; i < n; i++) x[i] = ep_activate(act, x[i], a, b);
+        for (int64_t i = 0; i < n; i++) y[i] = ep_activate(act, x[i], a, b);
     }
 }
 
@@ -271,7 +276,7 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
                 if (e->accumulate) v += out[j];
                 out[j] = v;
             }
-            ep_activate_row(e->act, out, nb, e->act_a, e->act_b);
+            ep_activate_row(e->act, out, out, nb, e->act_a, e->act_b);
         }
     }
 }

@@ -37,8 +37,8 @@ typedef struct ep_epilogue {
 } ep_epilogue;
 
 float ep_activate(int32_t act, float x, float a, float b);
-/* The activation over n floats in place, one loop per kind (so each vectorizes). */
-void ep_activate_row(int32_t act, float *x, int64_t n, float a, float b);
+/* The activation of n floats x into y (in place when x == y), one loop per kind (so each vectorizes). */
+void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, float b);
 
 /* Columns per block for a product with K rows in B, given the scratch (0 when it cannot hold one panel). */
 int64_t ep_gemm_block_columns(int64_t k, size_t scratch_floats);

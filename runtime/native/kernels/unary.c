@@ -1,5 +1,6 @@
 /* Unary elementwise kinds: activations and math on float32 (and, computed in float32, on float64, float16 and
    bfloat16), Abs/Neg/Sign and BitwiseNot on integers, Not on bool, IsNaN and IsInf. */
+#include "gemm.h"
 #include "vector_math.h"
 #include "wide.h"
 
@@ -193,21 +194,9 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
     case U_GELU:
         erf_or_gelu_f32(kind == U_GELU, x, y, count);
         break;
-    case U_HARD_SIGMOID:
-        for (int64_t i = 0; i < count; i++) {
-            float v = a * x[i] + b;
-            y[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
-        }
-        break;
-    case U_HARD_SWISH:
-        for (int64_t i = 0; i < count; i++) {
-            float v = x[i] / 6.0f + 0.5f;
-            y[i] = x[i] * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
-        }
-        break;
-    case U_LEAKY_RELU:
-        for (int64_t i = 0; i < count; i++) y[i] = x[i] < 0.0f ? a * x[i] : x[i];
-        break;
+    case U_HARD_SIGMOID: ep_activate_row(EP_ACT_HARD_SIGMOID, x, y, count, a, b); break;
+    case U_HARD_SWISH: ep_activate_row(EP_ACT_HARD_SWISH, x, y, count, a, b); break;
+    case U_LEAKY_RELU: ep_activate_row(EP_ACT_LEAKY_RELU, x, y, count, a, b); break;
     case U_EXP:
         for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
         break;

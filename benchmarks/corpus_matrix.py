@@ -169,6 +169,7 @@ def main() -> None:
         earlier = json.loads(results.read_text()) if results.exists() else {"cells": []}
         fresh = {(c["model"], c["profile"]): c for c in cells}
         cells = [fresh.pop((c["model"], c["profile"]), c) for c in earlier["cells"]] + list(fresh.values())
+        profiles = list(dict.fromkeys([*earlier.get("profiles", []), *profiles]))
     (args.out / f"{stem}.json").write_text(json.dumps({"cpu": cpu, "profiles": profiles, "cells": cells}, indent=2))
     (args.out / f"{stem}.md").write_text(markdown(cells, profiles, cpu))
     passed = sum(c["passed"] for c in cells)

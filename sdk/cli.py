@@ -328,7 +328,7 @@ def parser() -> argparse.ArgumentParser:
                         "also write the portability report (report.json, report.html) into the output folder")
     b.add_argument("-o", "--output", default="dist", help="folder to write the bundle into (default: dist)")
     b.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...",
-                   help="pin an input's shape, e.g. x=1,3,224,224 (repeatable)")
+                   help="pin an input's shape, e.g. x=1,3,224,224; NAME= for a scalar (repeatable)")
     b.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="pin a symbolic dim of the inputs, e.g. seq=128, over the profile's pins (repeatable)")
     b.add_argument("--sample-inputs", metavar="DIR",

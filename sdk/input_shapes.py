@@ -13,10 +13,12 @@ from edgepack.runtime.errors import EdgepackError
 if TYPE_CHECKING:
     from edgepack.targets import ShippedRuntime
 
-FIX = "write it as NAME=D1,D2,... with positive integers, e.g. --input-shape x=1,3,224,224"
+FIX = ("write it as NAME=D1,D2,... with positive integers, e.g. --input-shape x=1,3,224,224 (NAME= with nothing "
+       "after it: a scalar)")
 
 
 def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
+    """`NAME=D1,D2,...` (or `D1xD2`) per spec; `NAME=` pins a scalar (silero-vad's `sr`)."""
     shapes: dict[str, tuple[int, ...]] = {}
     for spec in specs:
         name, sep, dims = spec.partition("=")
@@ -26,7 +28,7 @@ def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
             shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
         except ValueError:
             raise EdgepackError(f"bad --input-shape {spec!r}: dimensions must be integers", fix=FIX) from None
-        if not shape or any(d <= 0 for d in shape):
+        if dims.strip() and not shape or any(d <= 0 for d in shape):
             raise EdgepackError(f"bad --input-shape {spec!r}: dimensions must be positive integers", fix=FIX)
         if name.strip() in shapes:
             raise EdgepackError(f"--input-shape names input {name.strip()!r} twice", fix="give each input once")

@@ -87,10 +87,25 @@ def test_unknown_op(cli, tmp_path: Path) -> None:
     ("x=1,0", "dimensions must be positive"),
     ("nope=1,2", "'nope', which is not an input of the model"),
     ("x=1,2,3", "has rank 2"),
+    ("x=", "has rank 2"),
+    ("x=,", "dimensions must be positive"),
 ])
 def test_bad_input_shape(cli, tmp_path: Path, spec: str, fragment: str) -> None:
     path = _add_model(tmp_path / "add.onnx")
     assert_user_error(cli("build", path, "-p", "generic", "-o", tmp_path, "--input-shape", spec), fragment)
+
+
+def test_nothing_after_the_equals_pins_a_scalar_input(cli, tmp_path: Path) -> None:
+    """`--input-shape s=` names the scalar input `s` (a pin for every input, as silero-vad's `sr`, in one command)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    scalar = helper.make_tensor_value_info("s", TensorProto.FLOAT, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    path = _save(_model([helper.make_node("Mul", ["x", "s"], ["y"], name="scale")], [x, scalar], [y]),
+                 tmp_path / "scale.onnx")
+    result = cli("build", path, "-p", "generic", "-o", tmp_path, "--input-shape", "s=")
+    assert result.code == 0, result
+    manifest = (tmp_path / "scale-generic" / "manifest.json").read_text()
+    assert '"name": "s"' in manifest and '"shape": []' in manifest
 
 
 def test_input_shape_contradicting_a_fixed_dim(cli, tmp_path: Path) -> None:

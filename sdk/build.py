@@ -237,7 +237,9 @@ def load_stage(state: BuildState, progress: Reporter) -> str:
     state.pins = pin_shapes(checked, {**profile.input_shapes, **state.options.input_shapes}, profile.dims)
     if state.pins:
         pinned = infer_shapes(checked, state.model_path.name)
-        refusal = pins_refused(state.target.runtime, pinned, checked, declared)
+        for info, kind in zip(checked.graph.input, declared):  # `checked` unpinned again: what a refusal keeps
+            info.type.CopyFrom(kind)
+        refusal = pins_refused(state.target.runtime, pinned, checked)
         if refusal:
             report.warnings.append(f"{state.target.runtime.name} refuses the model with the pinned dims "
                                    f"({' '.join(state.pins)}): {refusal}; the bundle keeps the model's own dims")

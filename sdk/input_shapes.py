@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 import onnx
@@ -84,12 +83,10 @@ def _show(info: onnx.ValueInfoProto) -> str:
     return "[" + ", ".join(dims) + "]"
 
 
-def pins_refused(runtime: ShippedRuntime | None, pinned: onnx.ModelProto, model: onnx.ModelProto,
-                 declared: list[onnx.TypeProto]) -> str | None:
+def pins_refused(runtime: ShippedRuntime | None, pinned: onnx.ModelProto, unpinned: onnx.ModelProto) -> str | None:
     """Why the runtime a bundle's ONNX model ships to (onnxruntime, for the generic target) refuses the `pinned`
-    model while it takes `model` with its inputs' `declared` types back (restored in place), or None. silero-vad
-    pinned to 512 samples: onnxruntime infers the types of the 8 kHz branch too, whose LSTM then gets a rank-4
-    input."""
+    model while it takes the `unpinned` one, or None. silero-vad pinned to 512 samples: onnxruntime infers the types
+    of the 8 kHz branch too, whose LSTM then gets a rank-4 input."""
     if runtime is None or runtime.open_bundle is None or not runtime.installed():
         return None
     try:
@@ -97,13 +94,8 @@ def pins_refused(runtime: ShippedRuntime | None, pinned: onnx.ModelProto, model:
         return None
     except Exception as error:  # noqa: BLE001  (the runtime's own refusal, whatever its type)
         refusal = str(error).strip().splitlines()
-    pins = [copy.deepcopy(info.type) for info in model.graph.input]
-    for info, kind in zip(model.graph.input, declared):
-        info.type.CopyFrom(kind)
     try:
-        runtime.run(model)
+        runtime.run(unpinned)
     except Exception:  # noqa: BLE001  (refused either way: the pins are not the cause)
-        for info, kind in zip(model.graph.input, pins):
-            info.type.CopyFrom(kind)
         return None
     return (refusal[0] if refusal else "refused")[:300]

@@ -121,24 +121,6 @@ static void run_real_unary(const ep_node *n, int32_t kind, int64_t count) {
     }
 }
 
-/* The logistic function: 8 lanes at a time, exp's argument clamped into its range (a result that would be below
-   3e-39 comes out as about that); the rest one by one. */
-static void sigmoid_f32(const float *x, float *y, int64_t count) {
-    int64_t i = 0;
-#ifdef EP_VECTOR_MATH
-    for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
-        ep_vf t;
-        __builtin_memcpy(&t, x + i, sizeof t);
-        t = -t;
-        ep_clamp_exp_range(&t);
-        ep_exp_lanes(&t);
-        t = 1.0f / (1.0f + t);
-        __builtin_memcpy(y + i, &t, sizeof t);
-    }
-#endif
-    for (; i < count; i++) y[i] = ep_sigmoidf(x[i]);
-}
-
 /* erf, or GELU (0.5 x (1 + erf(x / sqrt 2))), 8 lanes at a time; the rest one by one. */
 static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     int64_t i = 0;
@@ -187,9 +169,7 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
     case U_CLIP:
         for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
         break;
-    case U_SIGMOID:
-        sigmoid_f32(x, y, count);
-        break;
+    case U_SIGMOID: ep_activate_row(EP_ACT_SIGMOID, x, y, count, a, b); break;
     case U_ERF:
     case U_GELU:
         erf_or_gelu_f32(kind == U_GELU, x, y, count);

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from edgepack.runtime.external_weights import mapped_weights, weights_as_inputs
+from edgepack.targets.generic import onnxruntime_model
 
 Feeds = dict[str, np.ndarray]
 AGREEMENT = 1e-4
@@ -39,10 +39,7 @@ def onnxruntime_run(model: onnx.ModelProto, outputs: list[str] | None = None,
     their mappings."""
     import onnxruntime
 
-    mapped = mapped_weights(model, weights) if weights is not None else {}
-    copy = onnx.ModelProto()
-    copy.CopyFrom(weights_as_inputs(model))
-    copy.ir_version = min(copy.ir_version, 10)
+    copy, mapped = onnxruntime_model(model, weights)
     known = {o.name for o in copy.graph.output}
     copy.graph.output.extend(onnx.helper.make_empty_tensor_value_info(name) for name in outputs or []
                              if name not in known)

@@ -48,13 +48,19 @@ def onnxruntime_session(model: bytes, optimized: Path | None = None) -> Any:
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def onnxruntime_run(model: onnx.ModelProto, weights: Path | None = None) -> Run:
-    """`model` on an `onnxruntime_session` (its IR capped at 10, as onnxruntime 1.31 reads), outputs by name. External
-    initializers (in `weights`) are fed from their mappings, so onnxruntime holds no copy of them."""
-    mapped = mapped_weights(model, weights) if weights is not None else {}
+def onnxruntime_model(model: onnx.ModelProto, weights: Path | None) -> tuple[onnx.ModelProto, dict[str, Any]]:
+    """A copy of `model` as onnxruntime 1.31 reads it (IR 10 at most), its external initializers made inputs, and
+    their mappings (from `weights`) to feed them, so that onnxruntime holds no copy of them."""
     copy = onnx.ModelProto()
     copy.CopyFrom(weights_as_inputs(model))
     copy.ir_version = min(copy.ir_version, 10)
+    return copy, mapped_weights(model, weights) if weights is not None else {}
+
+
+def onnxruntime_run(model: onnx.ModelProto, weights: Path | None = None) -> Run:
+    """`model` on an `onnxruntime_session` (`onnxruntime_model`: IR capped, external weights fed), outputs by
+    name."""
+    copy, mapped = onnxruntime_model(model, weights)
     session = onnxruntime_session(copy.SerializeToString())
     names = [o.name for o in session.get_outputs()]
     return lambda feeds: dict(zip(names, session.run(names, {**feeds, **mapped})))

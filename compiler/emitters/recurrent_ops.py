@@ -21,7 +21,16 @@ TAKES_ALPHA = {"Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigm
 TAKES_BETA = {"Affine", "ScaledTanh", "HardSigmoid"}
 DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
 CELLS = {"RNN": 0, "GRU": 1, "LSTM": 2}
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 DIRECTIONS = {"forward": 0, "reverse": 1, "bidirectional": 2}
+STEP_BLOCK = 32
+"""As recurrent.c: steps whose input products run as one product."""
+
+
+def scratch_bytes(gates: int, hidden: int, seq: int) -> int:
+    """The kernel's scratch (recurrent.c's scratch_floats): the input products of a block of steps, then a step's
+    rows."""
+    return ((min(seq, STEP_BLOCK) + 2) * gates * hidden + 2 * hidden) * 4
 
 
 def activation_names(node: onnx.NodeProto, dirs: int) -> list[str]:
@@ -72,7 +81,7 @@ def emit_plain_lstm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> li
     shapes = [(seq, dirs, batch, hidden), (dirs, batch, hidden), (dirs, batch, hidden)]
     outs = outputs_of(lw, node, shapes)
     lw.emit("LSTM", [x, inputs[1], inputs[2], inputs[3], inputs[5], inputs[6]], outs, [hidden, direction],
-            4 * hidden * 4)
+            scratch_bytes(4, hidden, seq))
     return outs[:len(node.output)]
 
 
@@ -112,7 +121,7 @@ def emit_recurrent(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> lis
     params = [CELLS[node.op_type], hidden, direction, layout, attrs.get("linear_before_reset", 0),
               attrs.get("input_forget", 0), int("clip" in attrs), F32(attrs.get("clip", 0.0)),
               *activation_params(node, dirs)]
-    scratch_floats = {"RNN": 1, "GRU": 7, "LSTM": 4}[node.op_type] * hidden
     lengths = sequence_lengths(node, inputs[4], seq)
-    lw.emit("Recurrent", [*inputs[:4], lengths, *inputs[5:]], outs, params, scratch_floats * 4)
+    lw.emit("Recurrent", [*inputs[:4], lengths, *inputs[5:]], outs, params,
+            scratch_bytes(GATES[node.op_type], hidden, seq))
     return outs[:len(node.output)]

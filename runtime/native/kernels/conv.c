@@ -118,7 +118,7 @@ static void run_narrow(const conv_shape *s, const float *xg, const float *wg, co
     int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw;
     im2col_transposed(ctx->scratch, xg, s);
     ep_epilogue e = {bias, 1.0f, 0, s->act, s->act_a, s->act_b};
-    ep_gemm_dot(s->mg, ohw, k, wg, ctx->scratch, yg, ohw, 1, &e);
+    ep_gemm_dot(s->mg, ohw, k, wg, ctx->scratch, k, yg, ohw, 1, &e);
 }
 
 /* One row (c, ky, kx) of a panel whose columns lie in one output row, fully inside the input: a strided

@@ -38,6 +38,19 @@ static void sigmoid_row(const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = ep_sigmoidf(x[i]);
 }
 
+void ep_tanh_row(const float *x, float *y, int64_t n) {
+    int64_t i = 0;
+#ifdef EP_VECTOR_MATH
+    for (; i + EP_VF_LANES <= n; i += EP_VF_LANES) {
+        ep_vf t;
+        __builtin_memcpy(&t, x + i, sizeof t);
+        ep_tanh_lanes(&t);
+        __builtin_memcpy(y + i, &t, sizeof t);
+    }
+#endif
+    for (; i < n; i++) y[i] = ep_tanhf(x[i]);
+}
+
 void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, float b) {
     switch (act) {
     case EP_ACT_NONE:
@@ -208,11 +221,17 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-/* Sum of the lanes of *v (a pointer: a vector passed by value would tie the code to one vector ABI). */
+/* Sum of the lanes of *v (a pointer: a vector passed by value would tie the code to one vector ABI): its 4-lane
+   quarters added as vectors, then the four lanes in pairs, so the adds do not form one chain of EP_GEMM_LANES. */
+typedef float ep_v4 __attribute__((vector_size(16)));
 static inline float lanes_sum(const ep_v8 *v) {
-    float total = 0.0f;
-    for (int l = 0; l < EP_GEMM_LANES; l++) total += (*v)[l];
-    return total;
+    ep_v4 total, part;
+    __builtin_memcpy(&total, v, sizeof total);
+    for (int q = 1; q < EP_GEMM_LANES / 4; q++) {
+        __builtin_memcpy(&part, (const float *)v + 4 * q, sizeof part);
+        total += part;
+    }
+    return (total[0] + total[2]) + (total[1] + total[3]);
 }
 #endif
 
@@ -248,8 +267,52 @@ static void dot_block(int64_t k, const float *const *arow, const float *const *b
             for (int j = 0; j < DOT_N; j++) out[r][j] += arow[r][kk] * brow[j][kk];
 }
 
-void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, float *c, int64_t c_row,
-                 int64_t c_col, const ep_epilogue *e) {
+/* Rows of A per step against a single row of Bt (a product with one column: R h, a one-position conv). */
+#define DOT_ROWS 8
+
+/* DOT_ROWS rows of A (an edge block repeats its last row) against one row b, as dot_block does for a block. */
+static void dot_rows(int64_t k, const float *const *arow, const float *b, float out[DOT_ROWS]) {
+    int64_t kk = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    ep_v8 acc[DOT_ROWS];
+    for (int r = 0; r < DOT_ROWS; r++) acc[r] = splat(0.0f);
+    for (; kk + EP_GEMM_LANES <= k; kk += EP_GEMM_LANES) {
+        ep_v8 bv;
+        __builtin_memcpy(&bv, b + kk, sizeof bv);
+        for (int r = 0; r < DOT_ROWS; r++) {
+            ep_v8 a;
+            __builtin_memcpy(&a, arow[r] + kk, sizeof a);
+            acc[r] += a * bv;
+        }
+    }
+    for (int r = 0; r < DOT_ROWS; r++) out[r] = lanes_sum(&acc[r]);
+#else
+    for (int r = 0; r < DOT_ROWS; r++) out[r] = 0.0f;
+#endif
+    for (; kk < k; kk++)
+        for (int r = 0; r < DOT_ROWS; r++) out[r] += arow[r][kk] * b[kk];
+}
+
+static void store_dot(float v, float bias, float *at, const ep_epilogue *e) {
+    v = e->alpha * v + bias;
+    if (e->accumulate) v += *at;
+    *at = ep_activate(e->act, v, e->act_a, e->act_b);
+}
+
+void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, int64_t bt_row, float *c,
+                 int64_t c_row, int64_t c_col, const ep_epilogue *e) {
+    if (n == 1) {
+        for (int64_t i = 0; i < m; i += DOT_ROWS) {
+            int64_t rows = m - i < DOT_ROWS ? m - i : DOT_ROWS;
+            const float *arow[DOT_ROWS];
+            for (int r = 0; r < DOT_ROWS; r++) arow[r] = a + (i + (r < rows ? r : rows - 1)) * k;
+            float out[DOT_ROWS];
+            dot_rows(k, arow, bt, out);
+            for (int64_t r = 0; r < rows; r++) store_dot(out[r], e->row_bias ? e->row_bias[i + r] : 0.0f,
+                                                         c + (i + r) * c_row, e);
+        }
+        return;
+    }
     for (int64_t i = 0; i < m; i += DOT_M) {
         int64_t rows = m - i < DOT_M ? m - i : DOT_M;
         const float *arow[DOT_M];
@@ -257,17 +320,12 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
         for (int64_t j0 = 0; j0 < n; j0 += DOT_N) {
             int64_t cols = n - j0 < DOT_N ? n - j0 : DOT_N;
             const float *brow[DOT_N];
-            for (int j = 0; j < DOT_N; j++) brow[j] = bt + (j0 + (j < cols ? j : cols - 1)) * k;
+            for (int j = 0; j < DOT_N; j++) brow[j] = bt + (j0 + (j < cols ? j : cols - 1)) * bt_row;
             float out[DOT_M][DOT_N];
             dot_block(k, arow, brow, out);
             for (int64_t r = 0; r < rows; r++) {
                 float bias = e->row_bias ? e->row_bias[i + r] : 0.0f;
-                for (int64_t j = 0; j < cols; j++) {
-                    float *at = c + (i + r) * c_row + (j0 + j) * c_col;
-                    float v = e->alpha * out[r][j] + bias;
-                    if (e->accumulate) v += *at;
-                    *at = ep_activate(e->act, v, e->act_a, e->act_b);
-                }
+                for (int64_t j = 0; j < cols; j++) store_dot(out[r][j], bias, c + (i + r) * c_row + (j0 + j) * c_col, e);
             }
         }
     }

@@ -40,6 +40,9 @@ float ep_activate(int32_t act, float x, float a, float b);
 /* The activation of n floats x into y (in place when x == y), one loop per kind (so each vectorizes). */
 void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, float b);
 
+/* tanh of n floats x into y (in place when x == y), 8 lanes at a time. */
+void ep_tanh_row(const float *x, float *y, int64_t n);
+
 /* Columns per block for a product with K rows in B, given the scratch (0 when it cannot hold one panel). */
 int64_t ep_gemm_block_columns(int64_t k, size_t scratch_floats);
 
@@ -68,9 +71,10 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
              int64_t b_row, float *c, int64_t ldc, const ep_epilogue *epilogue);
 
 /* C[i, j] (+)= alpha * dot(A row i, Bt row j) over K, then bias (per row of A) and activation, at c[i * c_row +
-   j * c_col]: A is M x K and Bt is N x K, both with rows contiguous in K. For products with few columns (a narrow
-   conv's output positions): nothing packed, the weights (A) read once, in vectors along K. */
-void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, float *c, int64_t c_row,
-                 int64_t c_col, const ep_epilogue *epilogue);
+   j * c_col]: A is M x K with rows contiguous in K, Bt is N x K with its rows bt_row apart. For products with few
+   columns (a narrow conv's output positions, a recurrent op's steps): nothing packed, the weights (A) read once, in
+   vectors along K. */
+void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, int64_t bt_row, float *c,
+                 int64_t c_row, int64_t c_col, const ep_epilogue *epilogue);
 
 #endif

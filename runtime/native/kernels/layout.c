@@ -169,33 +169,50 @@ static ep_status check_slice(const ep_node *n, size_t *scratch, char *error) {
     return EP_OK;
 }
 
+/* Trailing axes taken whole merge into runs of contiguous elements: the last axis left is sliced in runs (one copy
+   per output row when its step is 1), so a [1, 512, 256, 1] slice is not 131 072 one-element copies. */
 static ep_status run_slice(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0], *y = n->out[0];
-    int32_t rank = x->rank;
     size_t size = ep_dtype_size(x->dtype);
     if (y->count == 0) return EP_OK;
-    int64_t in_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
-    for (int32_t i = rank - 1; i >= 0; i--) {
+    int32_t axes = x->rank;
+    int64_t run = 1;
+    while (axes > 0 && n->params[2 * (axes - 1)] == 0 && n->params[2 * axes - 1] == 1 &&
+           y->dims[axes - 1] == x->dims[axes - 1])
+        run *= x->dims[--axes];
+    const uint8_t *src = (const uint8_t *)x->data;
+    uint8_t *dst = (uint8_t *)y->data;
+    if (axes == 0) {
+        ep_memcpy(dst, src, y->bytes);
+        return EP_OK;
+    }
+    int64_t in_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = run;
+    for (int32_t i = axes - 1; i >= 0; i--) {
         in_strides[i] = stride;
         stride *= x->dims[i];
         counter[i] = 0;
     }
-    const uint8_t *src = (const uint8_t *)x->data;
-    uint8_t *dst = (uint8_t *)y->data;
-    int64_t last = rank ? y->dims[rank - 1] : 1;
-    int64_t last_start = rank ? n->params[2 * (rank - 1)] : 0, last_step = rank ? n->params[2 * rank - 1] : 1;
-    for (int64_t o = 0; o < y->count; o += last) {
-        int64_t offset = last_start;
-        for (int32_t i = 0; i + 1 < rank; i++)
+    int32_t last_axis = axes - 1;
+    int64_t last = y->dims[last_axis], last_start = n->params[2 * last_axis], last_step = n->params[2 * axes - 1];
+    size_t run_bytes = (size_t)run * size;
+    for (int64_t o = 0; o < y->count; o += last * run) {
+        int64_t offset = last_start * run;
+        for (int32_t i = 0; i < last_axis; i++)
             offset += (n->params[2 * i] + counter[i] * n->params[2 * i + 1]) * in_strides[i];
+        const uint8_t *from = src + (size_t)offset * size;
+        uint8_t *to = dst + (size_t)o * size;
         if (last_step == 1) {
-            ep_memcpy(dst + (size_t)o * size, src + (size_t)offset * size, (size_t)last * size);
+            ep_memcpy(to, from, (size_t)last * run_bytes);
+        } else if (run_bytes == 4) {
+            const uint32_t *f = (const uint32_t *)(const void *)from;
+            uint32_t *t = (uint32_t *)(void *)to;
+            for (int64_t k = 0; k < last; k++) t[k] = f[k * last_step];
         } else {
             for (int64_t k = 0; k < last; k++)
-                ep_memcpy(dst + (size_t)(o + k) * size, src + (size_t)(offset + k * last_step) * size, size);
+                ep_memcpy(to + (size_t)k * run_bytes, from + (size_t)(k * last_step) * run_bytes, run_bytes);
         }
-        for (int32_t i = rank - 2; i >= 0; i--) {
+        for (int32_t i = last_axis - 1; i >= 0; i--) {
             if (++counter[i] < y->dims[i]) break;
             counter[i] = 0;
         }

@@ -5,7 +5,8 @@
    alpha, beta). Each batch row runs alone, so a row with a shorter sequence_lens stops early: its Y is zero past its
    length and its Y_h (Y_c) holds the state at its last step (zero for a row of length 0, as onnxruntime gives). The
    running state lives in Y_h (and Y_c). */
-#include "../ep_internal.h"
+#include "gemm.h"
+#include "vector_math.h"
 
 enum { CELL_RNN, CELL_GRU, CELL_LSTM };
 enum { FIXED_PARAMS = 8, MAX_ACTIVATIONS = 3, ACTIVATION_KINDS = 11 };
@@ -25,32 +26,6 @@ typedef struct recurrent {
     activation act[2][MAX_ACTIVATIONS];
 } recurrent;
 
-#if defined(__GNUC__) || defined(__clang__)
-typedef float rec_v8 __attribute__((vector_size(32)));
-
-/* A dot product in 8 partial sums (the order differs from a plain loop; the result stays within float rounding). */
-static float dot(const float *a, const float *b, int64_t n) {
-    rec_v8 acc = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        rec_v8 x, y;
-        __builtin_memcpy(&x, a + i, sizeof x);
-        __builtin_memcpy(&y, b + i, sizeof y);
-        acc += x * y;
-    }
-    float sum = 0.0f;
-    for (int k = 0; k < 8; k++) sum += acc[k];
-    for (; i < n; i++) sum += a[i] * b[i];
-    return sum;
-}
-#else
-static float dot(const float *a, const float *b, int64_t n) {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; i++) sum += a[i] * b[i];
-    return sum;
-}
-#endif
-
 static float apply(const activation *a, float x) {
     switch (a->kind) {
     case 0: return ep_sigmoidf(x);
@@ -68,12 +43,6 @@ static float apply(const activation *a, float x) {
     case 9: return x / (1.0f + (x < 0.0f ? -x : x));
     default: return x > 20.0f ? x : ep_logf(1.0f + ep_expf(x));
     }
-}
-
-/* The activation of a clipped pre-activation (clip bounds it to [-clip, clip] when set). */
-static float activate(const recurrent *s, const activation *a, float x) {
-    if (s->clipped) x = x < -s->clip ? -s->clip : x > s->clip ? s->clip : x;
-    return apply(a, x);
 }
 
 static int dims_are(const ep_tensor *t, int32_t rank, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -167,10 +136,18 @@ static ep_status read_recurrent(const ep_node *n, recurrent *s, char *error) {
     return status == EP_OK ? read_shapes(n, s, error) : status;
 }
 
-static size_t scratch_bytes(const recurrent *s) {
-    int64_t floats = s->cell == CELL_GRU ? 7 * s->hidden : s->gates * s->hidden;
-    return (size_t)floats * sizeof(float);
+/* Steps whose input products W x run as one product (W read once for them all). */
+enum { STEP_BLOCK = 32 };
+
+/* The scratch, in floats: the input products of a block of steps, then a step's gate sums, R h and two rows of
+   hidden. */
+static size_t scratch_floats(const recurrent *s, int64_t *xw_rows) {
+    int64_t gh = s->gates * s->hidden, steps = s->seq < STEP_BLOCK ? s->seq : STEP_BLOCK;
+    if (xw_rows) *xw_rows = steps;
+    return (size_t)((steps + 2) * gh + 2 * s->hidden);
 }
+
+static size_t scratch_bytes(const recurrent *s) { return scratch_floats(s, 0) * sizeof(float); }
 
 static ep_status check_lstm(const ep_node *n, size_t *scratch, char *error) {
     recurrent s;
@@ -205,58 +182,85 @@ typedef struct direction_weights {
     const activation *act;
 } direction_weights;
 
+static const ep_epilogue plain_product = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+
+/* out[j] = (R h)[col0 + j] for `cols` gate rows: dot products, R read once. */
+static void recurrent_product(const recurrent *s, const direction_weights *d, const float *h, int64_t col0,
+                              int64_t cols, float *out) {
+    ep_gemm_dot(cols, 1, s->hidden, d->r + col0 * s->hidden, h, s->hidden, out, 1, 1, &plain_product);
+}
+
+/* The activation of n pre-activations in place (clipped first when `clipped`): Sigmoid and Tanh 8 lanes at a time. */
+static void activate_row(const recurrent *s, const activation *a, float *x, int64_t n, int clipped) {
+    if (clipped && s->clipped)
+        for (int64_t k = 0; k < n; k++) x[k] = x[k] < -s->clip ? -s->clip : x[k] > s->clip ? s->clip : x[k];
+    if (a->kind == 0) ep_activate_row(EP_ACT_SIGMOID, x, x, n, 0.0f, 0.0f);
+    else if (a->kind == 1) ep_tanh_row(x, x, n);
+    else
+        for (int64_t k = 0; k < n; k++) x[k] = apply(a, x[k]);
+}
+
 static float at_or_zero(const float *v, int64_t i) { return v ? v[i] : 0.0f; }
 
-/* gates[g] = Wb[g] + Rb[g] + W[g] . x + R[g] . h for the first `count` gate rows. */
-static void gate_sums(const recurrent *s, const direction_weights *d, const float *x, const float *h, int64_t count,
-                      float *gates) {
-    for (int64_t g = 0; g < count; g++) {
-        float acc = at_or_zero(d->wb, g) + at_or_zero(d->rb, g);
-        gates[g] = acc + dot(d->w + g * s->input, x, s->input) + dot(d->r + g * s->hidden, h, s->hidden);
-    }
+/* A step's working rows: xw, the input products W x + Wb of its time; gates, rh and spare, scratch rows. */
+typedef struct step_rows {
+    const float *xw;
+    float *gates, *rh, *spare;
+} step_rows;
+
+static void rnn_step(const recurrent *s, const direction_weights *d, const step_rows *r, float *h) {
+    recurrent_product(s, d, h, 0, s->hidden, r->rh);
+    for (int64_t k = 0; k < s->hidden; k++) r->gates[k] = r->xw[k] + r->rh[k] + at_or_zero(d->rb, k);
+    activate_row(s, &d->act[0], r->gates, s->hidden, 1);
+    for (int64_t k = 0; k < s->hidden; k++) h[k] = r->gates[k];
 }
 
-static void rnn_step(const recurrent *s, const direction_weights *d, const float *x, float *h, float *scratch) {
-    gate_sums(s, d, x, h, s->hidden, scratch);
-    for (int64_t k = 0; k < s->hidden; k++) h[k] = activate(s, &d->act[0], scratch[k]);
-}
-
-/* GRU gates z, r, h: scratch holds W x + Wb (3 hidden), R h + Rb for z and r (2 hidden), then the candidate. */
-static void gru_step(const recurrent *s, const direction_weights *d, const float *x, float *h, float *scratch) {
+/* GRU gates z, r, h: the update and reset gates from W x + R h, then the candidate from the reset state. */
+static void gru_step(const recurrent *s, const direction_weights *d, const step_rows *r, float *h) {
     int64_t hs = s->hidden;
-    float *wx = scratch, *rh = scratch + 3 * hs, *candidate = scratch + 5 * hs, *reset_h = scratch + 6 * hs;
-    for (int64_t g = 0; g < 3 * hs; g++) wx[g] = at_or_zero(d->wb, g) + dot(d->w + g * s->input, x, s->input);
-    for (int64_t g = 0; g < 2 * hs; g++) rh[g] = at_or_zero(d->rb, g) + dot(d->r + g * hs, h, hs);
-    for (int64_t k = 0; k < 2 * hs; k++) rh[k] = activate(s, &d->act[0], wx[k] + rh[k]);
-    const float *update = rh, *reset = rh + hs, *rh_weights = d->r + 2 * hs * hs;
-    for (int64_t k = 0; k < hs; k++) reset_h[k] = reset[k] * h[k];
-    for (int64_t k = 0; k < hs; k++) {
-        float bias = at_or_zero(d->rb, 2 * hs + k), sum;
-        if (s->linear_before_reset)
-            sum = wx[2 * hs + k] + reset[k] * (dot(rh_weights + k * hs, h, hs) + bias);
-        else
-            sum = wx[2 * hs + k] + dot(rh_weights + k * hs, reset_h, hs) + bias;
-        candidate[k] = activate(s, &d->act[1], sum);
+    float *gates = r->gates, *candidate = r->gates + 2 * hs, *reset_h = r->spare;
+    recurrent_product(s, d, h, 0, s->linear_before_reset ? 3 * hs : 2 * hs, r->rh);
+    for (int64_t k = 0; k < 2 * hs; k++) gates[k] = r->xw[k] + r->rh[k] + at_or_zero(d->rb, k);
+    activate_row(s, &d->act[0], gates, 2 * hs, 1);
+    const float *update = gates, *reset = gates + hs;
+    if (s->linear_before_reset) {
+        for (int64_t k = 0; k < hs; k++)
+            candidate[k] = r->xw[2 * hs + k] + reset[k] * (r->rh[2 * hs + k] + at_or_zero(d->rb, 2 * hs + k));
+    } else {
+        for (int64_t k = 0; k < hs; k++) reset_h[k] = reset[k] * h[k];
+        recurrent_product(s, d, reset_h, 2 * hs, hs, r->rh + 2 * hs);
+        for (int64_t k = 0; k < hs; k++)
+            candidate[k] = r->xw[2 * hs + k] + r->rh[2 * hs + k] + at_or_zero(d->rb, 2 * hs + k);
     }
+    activate_row(s, &d->act[1], candidate, hs, 1);
     for (int64_t k = 0; k < hs; k++) h[k] = (1.0f - update[k]) * candidate[k] + update[k] * h[k];
 }
 
 /* LSTM gates i, o, f, c with peepholes P[i, o, f]; input_forget couples the forget gate to 1 - input gate. */
-static void lstm_step(const recurrent *s, const direction_weights *d, const float *x, float *h, float *cell,
-                      float *gates) {
+static void lstm_step(const recurrent *s, const direction_weights *d, const step_rows *r, float *h, float *cell) {
     int64_t hs = s->hidden;
-    gate_sums(s, d, x, h, 4 * hs, gates);
-    for (int64_t k = 0; k < hs; k++) {
-        float c = cell[k];
-        float in_gate = activate(s, &d->act[0], gates[k] + at_or_zero(d->peep, k) * c);
-        float forget_sum = gates[2 * hs + k] + at_or_zero(d->peep, 2 * hs + k) * c;
-        float forget = s->input_forget ? 1.0f - in_gate : activate(s, &d->act[0], forget_sum);
-        float candidate = activate(s, &d->act[1], gates[3 * hs + k]);
-        c = forget * c + in_gate * candidate;
-        float out_gate = activate(s, &d->act[0], gates[hs + k] + at_or_zero(d->peep, hs + k) * c);
-        cell[k] = c;
-        h[k] = out_gate * apply(&d->act[2], c);
-    }
+    float *gates = r->gates, *in_gate = gates, *out_gate = gates + hs, *forget = gates + 2 * hs;
+    float *candidate = gates + 3 * hs, *cell_act = r->spare;
+    recurrent_product(s, d, h, 0, 4 * hs, r->rh);
+    for (int64_t g = 0; g < 4 * hs; g++) gates[g] = r->xw[g] + r->rh[g] + at_or_zero(d->rb, g);
+    if (d->peep)
+        for (int64_t k = 0; k < hs; k++) {
+            in_gate[k] += d->peep[k] * cell[k];
+            forget[k] += d->peep[2 * hs + k] * cell[k];
+        }
+    activate_row(s, &d->act[0], in_gate, hs, 1);
+    if (s->input_forget)
+        for (int64_t k = 0; k < hs; k++) forget[k] = 1.0f - in_gate[k];
+    else
+        activate_row(s, &d->act[0], forget, hs, 1);
+    activate_row(s, &d->act[1], candidate, hs, 1);
+    for (int64_t k = 0; k < hs; k++) cell[k] = forget[k] * cell[k] + in_gate[k] * candidate[k];
+    if (d->peep)
+        for (int64_t k = 0; k < hs; k++) out_gate[k] += d->peep[hs + k] * cell[k];
+    activate_row(s, &d->act[0], out_gate, hs, 1);
+    for (int64_t k = 0; k < hs; k++) cell_act[k] = cell[k];
+    activate_row(s, &d->act[2], cell_act, hs, 0);
+    for (int64_t k = 0; k < hs; k++) h[k] = out_gate[k] * cell_act[k];
 }
 
 static direction_weights weights_of(const recurrent *s, int64_t dir) {
@@ -271,13 +275,26 @@ static void copy_or_zero(float *dst, const ep_tensor *src, int64_t at, int64_t n
     for (int64_t k = 0; k < n; k++) dst[k] = src ? ((const float *)src->data)[at + k] : 0.0f;
 }
 
+/* xw[t - first] = W x_t + Wb for `count` times from `first` of batch row b. */
+static void input_products(const recurrent *s, const direction_weights *d, int64_t b, int64_t first, int64_t count,
+                           float *xw) {
+    int64_t gh = s->gates * s->hidden, x_step = x_row(s, 1, 0) - x_row(s, 0, 0);
+    const float *x = (const float *)s->x->data + x_row(s, first, b);
+    ep_gemm_dot(gh, count, s->input, d->w, x, x_step, xw, 1, gh, &plain_product);
+    if (d->wb)
+        for (int64_t t = 0; t < count; t++)
+            for (int64_t g = 0; g < gh; g++) xw[t * gh + g] += d->wb[g];
+}
+
 /* One direction over batch row b for its `length` steps (from the end for the reverse direction). */
 static void run_row(const recurrent *s, int64_t dir, int64_t b, int64_t length, float *scratch) {
     int reverse = s->direction == 1 || dir == 1;
     direction_weights d = weights_of(s, dir);
-    int64_t at = state_row(s, dir, b);
+    int64_t at = state_row(s, dir, b), gh = s->gates * s->hidden, block, first = 0, count = 0;
+    scratch_floats(s, &block);
     float *h = (float *)s->y_h->data + at, *cell = s->y_c ? (float *)s->y_c->data + at : 0;
-    float *y = (float *)s->y->data;
+    float *y = (float *)s->y->data, *xw = scratch, *gates = scratch + block * gh;
+    step_rows rows = {0, gates, gates + gh, gates + 2 * gh};
     copy_or_zero(h, length ? s->h0 : 0, at, s->hidden);
     if (cell) copy_or_zero(cell, length ? s->c0 : 0, at, s->hidden);
     for (int64_t step = 0; step < s->seq; step++) {
@@ -287,10 +304,16 @@ static void run_row(const recurrent *s, int64_t dir, int64_t b, int64_t length, 
             copy_or_zero(yt, 0, 0, s->hidden);
             continue;
         }
-        const float *xt = (const float *)s->x->data + x_row(s, t, b);
-        if (s->cell == CELL_RNN) rnn_step(s, &d, xt, h, scratch);
-        else if (s->cell == CELL_GRU) gru_step(s, &d, xt, h, scratch);
-        else lstm_step(s, &d, xt, h, cell, scratch);
+        if (t < first || t >= first + count) {
+            int64_t left = length - step;
+            count = left < block ? left : block;
+            first = reverse ? t - count + 1 : t;
+            input_products(s, &d, b, first, count, xw);
+        }
+        rows.xw = xw + (t - first) * gh;
+        if (s->cell == CELL_RNN) rnn_step(s, &d, &rows, h);
+        else if (s->cell == CELL_GRU) gru_step(s, &d, &rows, h);
+        else lstm_step(s, &d, &rows, h, cell);
         for (int64_t k = 0; k < s->hidden; k++) yt[k] = h[k];
     }
 }

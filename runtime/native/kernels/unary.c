@@ -177,6 +177,7 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
     case U_HARD_SIGMOID: ep_activate_row(EP_ACT_HARD_SIGMOID, x, y, count, a, b); break;
     case U_HARD_SWISH: ep_activate_row(EP_ACT_HARD_SWISH, x, y, count, a, b); break;
     case U_LEAKY_RELU: ep_activate_row(EP_ACT_LEAKY_RELU, x, y, count, a, b); break;
+    case U_TANH: ep_tanh_row(x, y, count); break;
     case U_EXP:
         for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
         break;

@@ -22,12 +22,13 @@ TOLERANCE = 1e-4
 
 
 def recurrent_model(op: str, with_bias: bool = True, initial: bool = True, lengths: str = "", peepholes: bool = False,
-                    outputs: tuple[str, ...] = (), **attributes: Any) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+                    outputs: tuple[str, ...] = (), seq: int = SEQ,
+                    **attributes: Any) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """One recurrent node (layout 0); X, initial states and (with lengths="input") sequence_lens are model inputs,
     the rest initializers. Returns the model and its feeds."""
     dirs = 2 if attributes.get("direction") == "bidirectional" else 1
     gates = GATES[op]
-    x = RNG.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)
+    x = RNG.standard_normal((seq, BATCH, INPUT)).astype(np.float32)
     state = (dirs, BATCH, HIDDEN)
     weights = {"W": RNG.uniform(-0.4, 0.4, (dirs, gates * HIDDEN, INPUT)),
                "R": RNG.uniform(-0.4, 0.4, (dirs, gates * HIDDEN, HIDDEN))}
@@ -40,7 +41,7 @@ def recurrent_model(op: str, with_bias: bool = True, initial: bool = True, lengt
         feeds["initial_h"] = RNG.standard_normal(state).astype(np.float32)
         if op == "LSTM":
             feeds["initial_c"] = RNG.standard_normal(state).astype(np.float32)
-    row_lengths = np.array([SEQ, 2, 4], np.int32)
+    row_lengths = np.array([seq, min(2, seq), min(4, seq)], np.int32)
     if lengths == "with zero":
         lengths, row_lengths[1] = "input", 0
     if lengths == "input":
@@ -116,6 +117,16 @@ def test_no_bias_no_initial_state_and_only_y_h(op: str) -> None:
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 def test_sequence_lens(op: str, direction: str, lengths: str) -> None:
     check(op, direction=direction, lengths=lengths)
+
+
+@pytest.mark.parametrize("seq", [1, 3, 4, 33, 70])
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_sequence_lengths_around_the_kernels_paths(op: str, seq: int) -> None:
+    """Below 4 steps the kernel takes dot products; from 4 it runs the input products as packed products over
+    blocks of 32 steps (a block cut short by sequence_lens, the reverse direction's blocks from the end) and R h
+    through R^T."""
+    check(op, seq=seq, direction="bidirectional", lengths="input")
+    check(op, seq=seq, direction="reverse", layout=1, **({"linear_before_reset": 1} if op == "GRU" else {}))
 
 
 @pytest.mark.parametrize("length", [-1, SEQ + 1])

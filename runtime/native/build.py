@@ -30,9 +30,9 @@ def headers() -> list[Path]:
     return sorted(NATIVE.rglob("*.h"))
 
 
-def stage_sources(folder: Path, files: list[Path]) -> list[Path]:
+def stage_sources(folder: Path, files: list[Path], kernels: dict[str, str] | None = None) -> list[Path]:
     """Copies the core's headers and `files` into `folder` (same layout) with the files generated from the op
-    contract (ops.h, kernels/registry.c); returns the sources to compile there."""
+    contract (ops.h, kernels/registry.c with every kernel or only `kernels`); returns the sources to compile there."""
     staged = []
     for path in [*headers(), *files]:
         target = folder / path.relative_to(NATIVE)
@@ -40,7 +40,7 @@ def stage_sources(folder: Path, files: list[Path]) -> list[Path]:
         shutil.copyfile(path, target)
         if path.suffix == ".c":
             staged.append(target)
-    write_generated_c(folder)
+    write_generated_c(folder, kernels)
     return [*staged, folder / "kernels" / "registry.c"]
 
 
@@ -58,27 +58,30 @@ def compiler() -> str:
     return found
 
 
-def _key(files: list[Path], flags: list[str], cc: str) -> str:
+def _key(files: list[Path], flags: list[str], cc: str, kernels: dict[str, str] | None) -> str:
     digest = hashlib.sha256()
     for path in [*files, *headers(), CONTRACT]:
         digest.update(path.name.encode() + path.read_bytes())
     digest.update(" ".join([cc, *flags]).encode())
+    if kernels is not None:
+        digest.update(" ".join(sorted(kernels)).encode())
     return digest.hexdigest()[:16]
 
 
-def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: list[str], cc: str | None = None
-          ) -> Path:
-    """Compiles the core (plus `extra_sources`) once into `cache_root()/name-<hash>`, atomically."""
+def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: list[str], cc: str | None = None,
+          kernels: dict[str, str] | None = None) -> Path:
+    """Compiles the core (plus `extra_sources`) once into `cache_root()/name-<hash>`, atomically; with `kernels`
+    (op enum name -> kernel symbol), its registry holds only those."""
     cc = cc or compiler()
     files = sources() + extra_sources
     all_flags = [*STRICT, *flags, *output_flags]
-    target = cache_root() / f"{name}-{_key(files, all_flags, cc)}"
+    target = cache_root() / f"{name}-{_key(files, all_flags, cc, kernels)}"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         temporary = Path(tmp) / target.name
-        staged = stage_sources(Path(tmp) / "src", files)
+        staged = stage_sources(Path(tmp) / "src", files, kernels)
         command = [cc, *all_flags, f"-I{Path(tmp) / 'src'}", "-o", str(temporary), *map(str, staged)]
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -136,14 +139,15 @@ WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
 """The node glue: `node ep_run.mjs CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
 
 
-def wasm_core() -> Path:
+def wasm_core(kernels: dict[str, str] | None = None) -> Path:
     """The core as a freestanding wasm32 module with SIMD128 (no emscripten, no libc: wasm/libc.c has the three
-    memory functions the compiler calls)."""
+    memory functions the compiler calls); with `kernels` (op enum name -> kernel symbol), a core for those ops only:
+    its registry names no other kernel, so the linker leaves out every function only they reach."""
     if not shutil.which(WASM_CC) or not shutil.which("wasm-ld"):
         raise EdgepackError("clang and lld are needed to build the wasm runtime core",
                             fix="apt-get install clang lld")
     exports = ["-Wl,--no-entry", *(f"-Wl,--export={name}" for name in WASM_EXPORTS)]
-    return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC)
+    return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC, kernels=kernels)
 
 
 LIBFUZZER = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address,undefined",

@@ -178,9 +178,10 @@ def generated_c(kernels: dict[str, str] | None = None) -> dict[str, str]:
     return {"ops.h": c_header(), "kernels/registry.c": c_registry(kernels)}
 
 
-def write_generated_c(root: Path) -> None:
-    """Writes the generated files with every kernel under `root` (a build folder holding a copy of the sources)."""
-    for relative, text in generated_c().items():
+def write_generated_c(root: Path, kernels: dict[str, str] | None = None) -> None:
+    """Writes the generated files with every kernel, or only `kernels`, under `root` (a build folder holding a copy
+    of the sources)."""
+    for relative, text in generated_c(kernels).items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
 

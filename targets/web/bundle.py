@@ -15,8 +15,8 @@ import numpy as np
 
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.build import NATIVE, wasm_core
-from edgepack.runtime.native.epk import Plan, write
-from edgepack.runtime.native.op_contract import js_module
+from edgepack.runtime.native.epk import OPS, Plan, write
+from edgepack.runtime.native.op_contract import contract, js_module
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_file
 from . import typings
@@ -93,7 +93,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
     model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "kernels": KERNELS,
              "partitions": model_partitions}
 
-    _write_runtime(staging, bool(kernels))
+    _write_runtime(staging, bool(kernels), plans)
     for file in sorted(kernels):
         write_file(staging / KERNELS / file, (RUNTIME / "kernels" / file).read_text())
     fields = {"MODEL": name, "VERSION": __version__, "PROFILE": bundle.profile.name}
@@ -150,10 +150,17 @@ def _package(name: str, version: str, gpu: bool) -> dict[str, Any]:
     }
 
 
-def _write_runtime(staging: Path, gpu: bool) -> None:
+def core_kernels(plans: list[Plan]) -> dict[str, str]:
+    """The kernels of every op the plans use (WebGPU partitions too: they fall back to the wasm core), for the
+    bundle's own wasm core."""
+    ops = contract().ops
+    return {ops[i].c_name: ops[i].kernel for i in sorted({OPS[op.kind] for plan in plans for op in plan.ops})}
+
+
+def _write_runtime(staging: Path, gpu: bool, plans: list[Plan]) -> None:
     for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
         write_file(staging / "runtime" / file, (RUNTIME / file).read_text())
     write_file(staging / "runtime" / "core.js", CORE_ABI.read_text())
     write_file(staging / "runtime" / "ops.js", js_module())
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(wasm_core(), staging / CORE)
+    shutil.copyfile(wasm_core(core_kernels(plans)), staging / CORE)

@@ -12,18 +12,13 @@ extern const ep_kernel ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmu
 #define MAX_INPUTS 8
 
 typedef struct slots {
-    const ep_kernel *inner;
     uint32_t own_inputs, own_params, count;
     uint32_t input[MAX_SLOTS];
 } slots;
 
 static const slots *slots_of(uint32_t id) {
     static const slots table[] = {
-        {&ep_kernel_conv, EP_OP_CONV_SLOTS},
-        {&ep_kernel_conv_transpose, EP_OP_CONV_TRANSPOSE_SLOTS},
-        {&ep_kernel_matmul, EP_OP_MAT_MUL_SLOTS},
-        {&ep_kernel_gemm, EP_OP_GEMM_SLOTS},
-        {&ep_kernel_lstm, EP_OP_LSTM_SLOTS},
+        {EP_OP_CONV_SLOTS}, {EP_OP_CONV_TRANSPOSE_SLOTS}, {EP_OP_MAT_MUL_SLOTS}, {EP_OP_GEMM_SLOTS}, {EP_OP_LSTM_SLOTS},
     };
     switch (id) {
     case EP_OP_CONV: return &table[0];
@@ -85,9 +80,9 @@ static void float_view(const ep_node *n, const slots *s, ep_node *view, ep_tenso
     }
 }
 
-static ep_status check_quantized(const ep_node *n, size_t *scratch, char *error) {
+static ep_status check_quantized(const ep_kernel *inner, const ep_node *n, size_t *scratch, char *error) {
     const slots *s = slots_of(n->id);
-    if (!is_quantized_form(n, s)) return s->inner->check(n, scratch, error);
+    if (!is_quantized_form(n, s)) return inner->check(n, scratch, error);
     size_t floats = 0;
     for (uint32_t k = 0; k < s->count; k++) {
         const ep_tensor *w = n->in[s->input[k]];
@@ -100,7 +95,7 @@ static ep_status check_quantized(const ep_node *n, size_t *scratch, char *error)
     ep_tensor tensors[MAX_SLOTS];
     ep_tensor *inputs[MAX_INPUTS];
     float_view(n, s, &view, tensors, inputs);
-    ep_status status = s->inner->check(&view, scratch, error);
+    ep_status status = inner->check(&view, scratch, error);
     *scratch += floats * sizeof(float);
     return status;
 }
@@ -205,9 +200,9 @@ static void dequantize(const ep_tensor *w, const ep_tensor *scale, int32_t axis,
         for (int64_t i = 0; i < count; i++) out[i] = to_half_precision(out[i]);
 }
 
-static ep_status run_quantized(const ep_node *n, const ep_context *ctx) {
+static ep_status run_quantized(const ep_kernel *inner, const ep_node *n, const ep_context *ctx) {
     const slots *s = slots_of(n->id);
-    if (!is_quantized_form(n, s)) return s->inner->run(n, ctx);
+    if (!is_quantized_form(n, s)) return inner->run(n, ctx);
     ep_node view;
     ep_tensor tensors[MAX_SLOTS];
     ep_tensor *inputs[MAX_INPUTS];
@@ -222,7 +217,7 @@ static ep_status run_quantized(const ep_node *n, const ep_context *ctx) {
         used += scratch_floats(w);
     }
     ep_context rest = {ctx->scratch + used, ctx->scratch_floats - used, ctx->error};
-    return s->inner->run(&view, &rest);
+    return inner->run(&view, &rest);
 }
 
 int ep_weight_only_read(const ep_node *n, uint32_t input) {
@@ -233,8 +228,22 @@ int ep_weight_only_read(const ep_node *n, uint32_t input) {
     return 0;
 }
 
-const ep_kernel ep_kernel_conv_weights = {"Conv", check_quantized, run_quantized};
-const ep_kernel ep_kernel_conv_transpose_weights = {"ConvTranspose", check_quantized, run_quantized};
-const ep_kernel ep_kernel_matmul_weights = {"MatMul", check_quantized, run_quantized};
-const ep_kernel ep_kernel_gemm_weights = {"Gemm", check_quantized, run_quantized};
-const ep_kernel ep_kernel_lstm_weights = {"LSTM", check_quantized, run_quantized};
+/* Each op's kernel with quantized weights names its float kernel only: a core whose registry leaves the op out
+   (a per-model core) links neither. */
+#define WEIGHTS_ENTRY_POINTS(op, inner)                                                                            \
+    static ep_status check_##op(const ep_node *n, size_t *scratch, char *error) {                                 \
+        return check_quantized(&inner, n, scratch, error);                                                         \
+    }                                                                                                              \
+    static ep_status run_##op(const ep_node *n, const ep_context *ctx) { return run_quantized(&inner, n, ctx); }
+
+WEIGHTS_ENTRY_POINTS(conv, ep_kernel_conv)
+WEIGHTS_ENTRY_POINTS(conv_transpose, ep_kernel_conv_transpose)
+WEIGHTS_ENTRY_POINTS(matmul, ep_kernel_matmul)
+WEIGHTS_ENTRY_POINTS(gemm, ep_kernel_gemm)
+WEIGHTS_ENTRY_POINTS(lstm, ep_kernel_lstm)
+
+const ep_kernel ep_kernel_conv_weights = {"Conv", check_conv, run_conv};
+const ep_kernel ep_kernel_conv_transpose_weights = {"ConvTranspose", check_conv_transpose, run_conv_transpose};
+const ep_kernel ep_kernel_matmul_weights = {"MatMul", check_matmul, run_matmul};
+const ep_kernel ep_kernel_gemm_weights = {"Gemm", check_gemm, run_gemm};
+const ep_kernel ep_kernel_lstm_weights = {"LSTM", check_lstm, run_lstm};

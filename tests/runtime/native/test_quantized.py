@@ -179,3 +179,21 @@ def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr
     (reference,) = expected("tiny-cnn", "int4").values()
     assert relative_error(reference, np.load(tmp_path / "0.npy")) <= TOLERANCE
+
+
+def test_every_float16_weight_widens_exactly() -> None:
+    """All 65,536 float16 bit patterns as a MatMul weight times 1 (the vector widening and its scalar tail): each
+    comes out as numpy widens it, infinities and NaNs included."""
+    halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(1, -1)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Cast", ["w16"], ["w"], to=onnx.TensorProto.FLOAT),
+         onnx.helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, halves.size])],
+        [onnx.numpy_helper.from_array(halves, "w16")])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)])
+    plan = lower_to_plan(model, {"x": (1, 1)})
+    assert any(plan.tensors[i].dtype == "float16" for op in plan.ops if op.kind == "MatMul" for i in op.inputs if
+               i is not None)
+    y = NativeSession(epk.write(plan)).run({"x": np.ones((1, 1), np.float32)})["y"]
+    np.testing.assert_array_equal(y, halves.astype(np.float32))

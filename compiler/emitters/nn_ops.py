@@ -44,6 +44,19 @@ def _kernel2d(kernel: Sequence[int]) -> list[int]:
     return [1, *kernel] if len(kernel) == 1 else list(kernel)
 
 
+def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+                      begin: Sequence[int], dilations: Sequence[int]) -> int:
+    """conv.c's padded plane for a depthwise conv of fewer than 4 vectors of output columns, with 16-lane vectors
+    (the widest build): the zero-padded input plane and whole-vector output rows; 0 for wider planes."""
+    lanes = PANEL_COLUMNS // 2
+    if out[1] >= 4 * lanes:
+        return 0
+    whole = -(-out[1] // lanes) * lanes
+    rows = max((out[0] - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1, begin[0] + size[0])
+    cols = max(whole * strides[1] + (kernel[1] - 1) * dilations[1], begin[1] + size[1])
+    return 4 * (rows * cols + out[0] * whole)
+
+
 @emitter("Conv")
 def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     x, w = inputs[0], inputs[1]
@@ -60,7 +73,11 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     n = int(np.prod(out.shape[2:]))
     depthwise = shape_of(x)[1] == group and out.shape[1] == group
     narrow = n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
-    scratch = 0 if depthwise else lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0)
+    if depthwise:
+        spatial = [1, 1, *shape_of(x)[2:]][-2:], [1, 1, *out.shape[2:]][-2:]
+        scratch = depthwise_scratch(*spatial, _kernel2d(kernel), strides, begin, dilations)
+    else:
+        scratch = lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0)
     lw.emit("Conv", [x, w, bias], [out], params, scratch)
     return [out]
 

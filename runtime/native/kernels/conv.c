@@ -89,12 +89,33 @@ static int is_pointwise(const conv_shape *s) {
    (`ep_gemm_dot`), nothing packed. */
 static int is_narrow(const conv_shape *s) { return s->oh * s->ow < EP_GEMM_NR && s->mg >= 2 * EP_GEMM_NR; }
 
+/* Depthwise planes of fewer output columns than this are first copied, zero-padded, into the scratch: every
+   column then takes the vector path (14 columns of a 5x5 conv leave no 16-lane vector inside the input). */
+#define DW_PADDED_COLUMNS (4 * EP_GEMM_LANES)
+
+static int is_padded_depthwise(const conv_shape *s) { return is_depthwise(s) && s->ow < DW_PADDED_COLUMNS; }
+
+/* The padded plane (hp x wp, the input at row pt and column pl) and its output rows (owv columns: whole vectors). */
+static void padded_geometry(const conv_shape *s, int64_t *hp, int64_t *wp, int64_t *owv) {
+    *owv = (s->ow + EP_GEMM_LANES - 1) / EP_GEMM_LANES * EP_GEMM_LANES;
+    int64_t rows = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1, cols = *owv * s->sw + (s->kw - 1) * s->dw;
+    *hp = rows > s->pt + s->h ? rows : s->pt + s->h;
+    *wp = cols > s->pl + s->w ? cols : s->pl + s->w;
+}
+
+static size_t padded_floats(const conv_shape *s) {
+    int64_t hp, wp, owv;
+    padded_geometry(s, &hp, &wp, &owv);
+    return (size_t)(hp * wp + s->oh * owv);
+}
+
 static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     conv_shape s = {0};
     ep_status status = read_shape(n, &s, CONV_PARAMS, 0, error);
     if (status != EP_OK) return status;
     size_t k = (size_t)(s.cg * s.kh * s.kw);
     if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
+    else if (is_padded_depthwise(&s)) *scratch = padded_floats(&s) * sizeof(float);
     return EP_OK;
 }
 
@@ -291,6 +312,25 @@ static void depthwise(const conv_shape *s, const float *x, const float *w, float
     }
 }
 
+/* A narrow depthwise plane: zero-padded into the scratch, run there as a plane without padding whose output rows
+   are whole vectors, and its ow columns copied out. */
+static void depthwise_padded(const conv_shape *s, const float *x, const float *w, float bias, float *y,
+                             float *scratch) {
+    int64_t hp, wp, owv;
+    padded_geometry(s, &hp, &wp, &owv);
+    float *plane = scratch, *out = scratch + hp * wp;
+    ep_memset(plane, 0, (size_t)(hp * wp) * sizeof(float));
+    for (int64_t r = 0; r < s->h; r++)
+        ep_memcpy(plane + (s->pt + r) * wp + s->pl, x + r * s->w, (size_t)s->w * sizeof(float));
+    conv_shape padded = *s;
+    padded.h = hp;
+    padded.w = wp;
+    padded.pt = padded.pl = 0;
+    padded.ow = owv;
+    depthwise(&padded, plane, w, bias, out);
+    for (int64_t oy = 0; oy < s->oh; oy++) ep_memcpy(y + oy * s->ow, out + oy * owv, (size_t)s->ow * sizeof(float));
+}
+
 /* Panels read in place (no im2col) need stride 1 along rows and scratch for one packed panel (the panels at the
    edges) and the offsets after it: the offset of each row (c, ky, kx) of the im2col matrix from its panel's
    first input element. NULL when the conv cannot run so, or is 1x1: there each row of B is its own input plane,
@@ -338,9 +378,12 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
     int64_t hw = s.h * s.w, ohw = s.oh * s.ow, k = s.cg * s.kh * s.kw;
     if (is_depthwise(&s)) {
         for (int64_t b = 0; b < s.n; b++)
-            for (int64_t c = 0; c < s.c; c++)
-                depthwise(&s, x + (b * s.c + c) * hw, w + c * s.kh * s.kw, bias ? bias[c] : 0.0f,
-                          y + (b * s.m + c) * ohw);
+            for (int64_t c = 0; c < s.c; c++) {
+                const float *plane = x + (b * s.c + c) * hw, *weights = w + c * s.kh * s.kw;
+                float channel_bias = bias ? bias[c] : 0.0f, *out = y + (b * s.m + c) * ohw;
+                if (is_padded_depthwise(&s)) depthwise_padded(&s, plane, weights, channel_bias, out, ctx->scratch);
+                else depthwise(&s, plane, weights, channel_bias, out);
+            }
         return EP_OK;
     }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);

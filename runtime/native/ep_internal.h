@@ -102,9 +102,19 @@ int ep_same_shape(const ep_tensor *a, const ep_tensor *b);
 ep_status ep_expect(const ep_node *node, uint32_t min_in, uint32_t max_in, uint32_t n_out, char *error);
 ep_status ep_fail(char *error, const ep_node *node, const char *what);
 
-void *ep_memcpy(void *dst, const void *src, size_t n);
-void *ep_memmove(void *dst, const void *src, size_t n);
-void *ep_memset(void *dst, int value, size_t n);
+/* The C library's own, inline (a freestanding C compiler requires memcpy, memmove and memset of its environment and
+   emits calls to them itself): vector copies, and none at all for small constant sizes. */
+#if defined(__GNUC__) || defined(__clang__)
+#define EP_C_LIBRARY(name) __builtin_##name
+#else
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int value, size_t n);
+#define EP_C_LIBRARY(name) name
+#endif
+static inline void *ep_memcpy(void *dst, const void *src, size_t n) { return EP_C_LIBRARY(memcpy)(dst, src, n); }
+static inline void *ep_memmove(void *dst, const void *src, size_t n) { return EP_C_LIBRARY(memmove)(dst, src, n); }
+static inline void *ep_memset(void *dst, int value, size_t n) { return EP_C_LIBRARY(memset)(dst, value, n); }
 
 /* Math without libm (math.c, and exp inline here so elementwise loops vectorize). */
 

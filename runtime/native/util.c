@@ -58,30 +58,3 @@ ep_status ep_expect(const ep_node *node, uint32_t min_in, uint32_t max_in, uint3
         if (!node->in[i]) return ep_fail(error, node, ": a required input is absent");
     return EP_OK;
 }
-
-void *ep_memcpy(void *dst, const void *src, size_t n) {
-    uint8_t *d = (uint8_t *)dst;
-    const uint8_t *s = (const uint8_t *)src;
-    while (n--) *d++ = *s++;
-    return dst;
-}
-
-void *ep_memmove(void *dst, const void *src, size_t n) {
-    uint8_t *d = (uint8_t *)dst;
-    const uint8_t *s = (const uint8_t *)src;
-    if (d == s || n == 0) return dst;
-    if (d < s || d >= s + n) {
-        while (n--) *d++ = *s++;
-    } else {
-        d += n;
-        s += n;
-        while (n--) *--d = *--s;
-    }
-    return dst;
-}
-
-void *ep_memset(void *dst, int value, size_t n) {
-    uint8_t *d = (uint8_t *)dst;
-    while (n--) *d++ = (uint8_t)value;
-    return dst;
-}

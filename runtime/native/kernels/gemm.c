@@ -7,7 +7,7 @@ float ep_activate(int32_t act, float x, float a, float b) {
     case EP_ACT_RELU: return x > 0.0f ? x : 0.0f;
     case EP_ACT_CLIP: return x < a ? a : (x > b ? b : x);
     case EP_ACT_HARD_SWISH: {
-        float v = x / 6.0f + 0.5f;
+        float v = x * (1.0f / 6.0f) + 0.5f; /* ONNX: alpha x + beta, alpha = 1/6 */
         return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
     }
     case EP_ACT_HARD_SIGMOID: {
@@ -64,7 +64,7 @@ void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, 
         return;
     case EP_ACT_HARD_SWISH:
         for (int64_t i = 0; i < n; i++) {
-            float v = x[i] / 6.0f + 0.5f;
+            float v = x[i] * (1.0f / 6.0f) + 0.5f;
             y[i] = x[i] * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
         }
         return;

@@ -49,7 +49,7 @@ static float unary_f32(int32_t kind, float x, float a, float b) {
         return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
     }
     case U_HARD_SWISH: {
-        float v = x / 6.0f + 0.5f;
+        float v = x * (1.0f / 6.0f) + 0.5f; /* ONNX: alpha x + beta, alpha = 1/6 */
         return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
     }
     case U_GELU: return 0.5f * x * (1.0f + ep_erff(x * 0.70710678118654752f));

@@ -83,9 +83,18 @@ def test_lp_pool_p(p: int) -> None:
 
 
 @pytest.mark.parametrize("op", ["GlobalMaxPool", "GlobalAveragePool"])
-@pytest.mark.parametrize("shape", [(2, 3, 7), (1, 4, 3, 5), (2, 2, 3, 4, 5)])
+@pytest.mark.parametrize("shape", [(2, 3, 7), (1, 4, 3, 5), (2, 2, 3, 4, 5), (1, 3, 37, 41)])
 def test_global(op: str, shape: tuple[int, ...]) -> None:
     check(op, floats(*shape))
+
+
+def test_global_max_keeps_a_nan_of_any_lane() -> None:
+    """A plane of 1,517 values kept in 16 partial maxima, then the 13 left: a NaN in a middle lane, in the last
+    value, or nowhere."""
+    x = floats(1, 3, 37, 41)
+    x[0, 0, 5, 7], x[0, 1, 36, 40] = np.nan, np.nan
+    ours = PROVIDERS["cpu"].compile(pool_model("GlobalMaxPool", x, 1), {}).run({"x": x})["y"].ravel()
+    assert np.isnan(ours[0]) and np.isnan(ours[1]) and ours[2] == x[0, 2].max()
 
 
 @pytest.mark.parametrize("order", [0, 1])

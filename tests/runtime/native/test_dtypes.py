@@ -105,6 +105,27 @@ def test_binary_kinds_on_every_number_dtype(op: str, dtype: str) -> None:
         same(ours, reference)
 
 
+@pytest.mark.parametrize("shapes", [((3, 1, 6), (1, 4, 6)), ((3, 4, 1), (1, 1, 6)), ((3, 4, 6), (3, 4, 1))],
+                         ids=["rows", "row of b", "one of b"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Equal"])
+def test_integer_binary_rows_broadcast_and_wrap(op: str, dtype: str, shapes: tuple[tuple[int, ...], ...]) -> None:
+    """The integer row loops (each operand stepping by 1 or 0 along a row) against numpy, which wraps like two's
+    complement: values near the dtype's ends, and repeats so that Equal finds matches."""
+    info = np.iinfo(dtype)
+    pool = np.array([info.min, info.min + 1, -7, -1, 0, 1, 3, 7, info.max - 1, info.max], dtype)
+    a, b = (RNG.choice(pool, shape) for shape in shapes)
+    node = helper.make_node(op, ["a", "b"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, epk.DTYPES[dtype], v.shape)
+                                            for k, v in {"a": a, "b": b}.items()],
+                              [helper.make_tensor_value_info("y", epk.DTYPES["bool" if op == "Equal" else dtype], None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+    ours = PROVIDERS["cpu"].compile(m, {}).run({"a": a, "b": b})["y"]
+    with np.errstate(over="ignore"):
+        want = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal}[op](a, b)
+    same(ours, want)
+
+
 @pytest.mark.parametrize("dtype", FLOATS[1:])
 @pytest.mark.parametrize("op", ["Relu", "Exp", "Abs", "Neg", "Sqrt", "Floor", "IsNaN", "Softmax", "ReduceSum"])
 def test_float_ops_on_wider_floats_within_float32_precision(op: str, dtype: str) -> None:

@@ -116,9 +116,9 @@ def test_integer_binary_rows_broadcast_and_wrap(op: str, dtype: str, shapes: tup
     pool = np.array([info.min, info.min + 1, -7, -1, 0, 1, 3, 7, info.max - 1, info.max], dtype)
     a, b = (RNG.choice(pool, shape) for shape in shapes)
     node = helper.make_node(op, ["a", "b"], ["y"])
+    output = helper.make_tensor_value_info("y", epk.DTYPES["bool" if op == "Equal" else dtype], None)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, epk.DTYPES[dtype], v.shape)
-                                            for k, v in {"a": a, "b": b}.items()],
-                              [helper.make_tensor_value_info("y", epk.DTYPES["bool" if op == "Equal" else dtype], None)])
+                                            for k, v in {"a": a, "b": b}.items()], [output])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
     ours = PROVIDERS["cpu"].compile(m, {}).run({"a": a, "b": b})["y"]
     with np.errstate(over="ignore"):

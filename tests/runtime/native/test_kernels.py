@@ -38,8 +38,8 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
 ]
 """The first four and the last four are depthwise: planes narrower than four vectors of output columns run
 zero-padded in the scratch (among them 5x5 with stride 2, and no padding at all), the last two in place (stride 1
-and 2). The two before the last four are narrow (fewer output positions than a panel's columns, 32 or more output channels per
-group): odd K, rows and positions that leave partial blocks."""
+and 2). The two before the last four are narrow (fewer output positions than a panel's columns, 32 or more output
+channels per group): odd K, rows and positions that leave partial blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)

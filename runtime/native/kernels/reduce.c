@@ -51,6 +51,40 @@ static float reduce_row(int32_t kind, const float *row, int64_t length) {
     return (float)acc;
 }
 
+/* The reduced axes are one block with kept axes around it: the input is [outer, length, inner]. */
+static int reduces_one_block(const ep_node *n, const ep_tensor *x, int64_t *outer, int64_t *length, int64_t *inner) {
+    int32_t d = 0;
+    *outer = *length = *inner = 1;
+    while (d < x->rank && !n->params[1 + d]) *outer *= x->dims[d++];
+    while (d < x->rank && n->params[1 + d]) *length *= x->dims[d++];
+    while (d < x->rank && !n->params[1 + d]) *inner *= x->dims[d++];
+    return d == x->rank;
+}
+
+/* acc[j] = acc[j] (op) row[j] for a row of n kept values: one loop per kind, so each vectorizes. */
+static void accumulate_row(int32_t kind, const float *row, float *acc, int64_t n) {
+    switch (kind) {
+    case R_MAX:
+        for (int64_t j = 0; j < n; j++) acc[j] = (row[j] > acc[j] || row[j] != row[j]) ? row[j] : acc[j];
+        break;
+    case R_MIN:
+        for (int64_t j = 0; j < n; j++) acc[j] = (row[j] < acc[j] || row[j] != row[j]) ? row[j] : acc[j];
+        break;
+    case R_PROD:
+        for (int64_t j = 0; j < n; j++) acc[j] *= row[j];
+        break;
+    case R_SUM_SQUARE:
+    case R_L2:
+        for (int64_t j = 0; j < n; j++) acc[j] += row[j] * row[j];
+        break;
+    case R_L1:
+        for (int64_t j = 0; j < n; j++) acc[j] += row[j] < 0 ? -row[j] : row[j];
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++) acc[j] += row[j];
+    }
+}
+
 static ep_status run_reduce(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0], *y = n->out[0];
@@ -64,13 +98,17 @@ static ep_status run_reduce(const ep_node *n, const ep_context *c) {
     }
     float start = kind == R_MAX ? -EP_INFINITY : kind == R_MIN ? EP_INFINITY : kind == R_PROD ? 1.0f : 0.0f;
     for (int64_t i = 0; i < y->count; i++) out[i] = start;
-    int64_t out_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
+    int64_t outer, length, inner, out_strides[EP_MAX_RANK], counter[EP_MAX_RANK], stride = 1;
+    int one_block = reduces_one_block(n, x, &outer, &length, &inner);
     for (int32_t d = rank - 1; d >= 0; d--) {
         out_strides[d] = n->params[1 + d] ? 0 : stride;
         if (!n->params[1 + d]) stride *= x->dims[d];
         counter[d] = 0;
     }
-    for (int64_t i = 0; i < x->count; i++) {
+    for (int64_t o = 0; one_block && o < outer; o++)
+        for (int64_t r = 0; r < length; r++)
+            accumulate_row(kind, in + (o * length + r) * inner, out + o * inner, inner);
+    for (int64_t i = 0; !one_block && i < x->count; i++) {
         int64_t o = 0;
         for (int32_t d = 0; d < rank; d++) o += counter[d] * out_strides[d];
         float v = in[i];

@@ -190,9 +190,10 @@ static void recurrent_product(const recurrent *s, const direction_weights *d, co
     ep_gemm_dot(cols, 1, s->hidden, d->r + col0 * s->hidden, h, s->hidden, out, 1, 1, &plain_product);
 }
 
-/* The activation of n pre-activations in place (clipped first when `clipped`): Sigmoid and Tanh 8 lanes at a time. */
-static void activate_row(const recurrent *s, const activation *a, float *x, int64_t n, int clipped) {
-    if (clipped && s->clipped)
+/* The activation of n pre-activations in place (clipped first when `clip_first` and the op clips): Sigmoid and Tanh
+   8 lanes at a time. */
+static void activate_row(const recurrent *s, const activation *a, float *x, int64_t n, int clip_first) {
+    if (clip_first && s->clipped)
         for (int64_t k = 0; k < n; k++) x[k] = x[k] < -s->clip ? -s->clip : x[k] > s->clip ? s->clip : x[k];
     if (a->kind == 0) ep_activate_row(EP_ACT_SIGMOID, x, x, n, 0.0f, 0.0f);
     else if (a->kind == 1) ep_tanh_row(x, x, n);

@@ -57,6 +57,25 @@ def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[
     return 4 * (rows * cols + out[0] * whole)
 
 
+PADDED_CONV_FLOATS = 4 << 20
+"""conv.c's limit on a stride-1 conv's zero-padded input and output grid (the NR terms left out)."""
+
+
+def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: Sequence[int], kernel: Sequence[int],
+                        strides: Sequence[int], begin: Sequence[int], dilations: Sequence[int]) -> int:
+    """conv.c's scratch for a stride-1 conv (not 1x1) run on its input zero-padded (padded_conv_of), with the widest
+    panel; 0 where the conv runs otherwise. `channels` and `outputs` are per group."""
+    if list(strides) != [1, 1] or kernel[0] * kernel[1] == 1:
+        return 0
+    rows = max(out[0] + (kernel[0] - 1) * dilations[0], begin[0] + size[0])
+    cols = max(out[1] + (kernel[1] - 1) * dilations[1], begin[1] + size[1])
+    if channels * rows * cols + outputs * out[0] * cols > PADDED_CONV_FLOATS:
+        return 0
+    grid = -(-out[0] * cols // PANEL_COLUMNS) * PANEL_COLUMNS
+    padded_input = channels * rows * cols + (kernel[1] - 1) * dilations[1] + PANEL_COLUMNS
+    return 4 * (padded_input + outputs * grid + channels * kernel[0] * kernel[1])
+
+
 @emitter("Conv")
 def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     x, w = inputs[0], inputs[1]
@@ -73,11 +92,15 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     n = int(np.prod(out.shape[2:]))
     depthwise = shape_of(x)[1] == group and out.shape[1] == group
     narrow = n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
+    spatial = [1, 1, *shape_of(x)[2:]][-2:], [1, 1, *out.shape[2:]][-2:]
     if depthwise:
-        spatial = [1, 1, *shape_of(x)[2:]][-2:], [1, 1, *out.shape[2:]][-2:]
         scratch = depthwise_scratch(*spatial, _kernel2d(kernel), strides, begin, dilations)
     else:
         scratch = lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0)
+        groups = (shape_of(x)[1] // group, out.shape[1] // group)
+        if not narrow:
+            scratch = max(scratch, padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin,
+                                                       dilations))
     lw.emit("Conv", [x, w, bias], [out], params, scratch)
     return [out]
 

@@ -109,12 +109,38 @@ static size_t padded_floats(const conv_shape *s) {
     return (size_t)(hp * wp + s->oh * owv);
 }
 
+/* Stride-1 convs (not 1x1) run on their input zero-padded into the scratch, when it and the output grid below take
+   at most this many floats. Every output position's taps are inside there, and on a grid of the padded width the
+   im2col row of tap kk for the NR positions from n is NR floats in place at input + offset[kk] + n: every panel is
+   read in place (a padded row's last columns are worked out too, and dropped). */
+#define PADDED_CONV_FLOATS ((int64_t)4 << 20)
+
+typedef struct padded_conv {
+    int64_t hp, wp;  /* the padded plane */
+    int64_t grid;    /* floats per output channel on the grid: oh * wp, rounded up to whole panels */
+    int64_t input;   /* floats of the padded input, with the slack the last panel reads past it */
+} padded_conv;
+
+/* Whether the conv runs padded, and its geometry. The size limit leaves out the NR terms, so that the plan
+   compiler (compiler/emitters/nn_ops.py), sizing for the widest panel, makes the same choice. */
+static int padded_conv_of(const conv_shape *s, padded_conv *p) {
+    if (s->sw != 1 || s->sh != 1 || s->kh * s->kw == 1 || is_depthwise(s) || is_narrow(s)) return 0;
+    int64_t rows = s->oh + (s->kh - 1) * s->dh, cols = s->ow + (s->kw - 1) * s->dw;
+    p->hp = rows > s->pt + s->h ? rows : s->pt + s->h;
+    p->wp = cols > s->pl + s->w ? cols : s->pl + s->w;
+    p->grid = (s->oh * p->wp + EP_GEMM_NR - 1) / EP_GEMM_NR * EP_GEMM_NR;
+    p->input = s->cg * p->hp * p->wp + (s->kw - 1) * s->dw + EP_GEMM_NR;
+    return s->cg * p->hp * p->wp + s->mg * s->oh * p->wp <= PADDED_CONV_FLOATS;
+}
+
 static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     conv_shape s = {0};
     ep_status status = read_shape(n, &s, CONV_PARAMS, 0, error);
     if (status != EP_OK) return status;
     size_t k = (size_t)(s.cg * s.kh * s.kw);
-    if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
+    padded_conv p = {0};
+    if (padded_conv_of(&s, &p)) *scratch = (size_t)(p.input + s.mg * p.grid) * sizeof(float) + k * sizeof(int32_t);
+    else if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
     else if (is_padded_depthwise(&s)) *scratch = padded_floats(&s) * sizeof(float);
     return EP_OK;
 }
@@ -349,6 +375,29 @@ static int32_t *direct_offsets(const conv_shape *s, const ep_context *ctx) {
     return offsets;
 }
 
+/* One group's conv on its zero-padded input (padded_conv_of): the product on the grid of the padded width, all of it
+   read in place, then the grid's first ow columns of each row copied out. */
+static void run_padded(const conv_shape *s, const padded_conv *p, const float *xg, const float *wg, float *yg,
+                       const ep_epilogue *e, float *scratch) {
+    float *input = scratch, *grid = scratch + p->input;
+    int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
+    ep_memset(input, 0, (size_t)p->input * sizeof(float));
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t r = 0; r < s->h; r++)
+            ep_memcpy(input + (c * p->hp + s->pt + r) * p->wp + s->pl, xg + (c * s->h + r) * s->w,
+                      (size_t)s->w * sizeof(float));
+    int64_t k = 0;
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t ky = 0; ky < s->kh; ky++)
+            for (int64_t kx = 0; kx < s->kw; kx++)
+                offsets[k++] = (int32_t)((c * p->hp + ky * s->dh) * p->wp + kx * s->dw);
+    for (int64_t n0 = 0; n0 < s->oh * p->wp; n0 += EP_GEMM_NR)
+        ep_gemm_direct(s->mg, k, wg, k, 1, input + n0, offsets, grid + n0, p->grid, e);
+    for (int64_t m = 0; m < s->mg; m++)
+        for (int64_t oy = 0; oy < s->oh; oy++)
+            ep_memcpy(yg + (m * s->oh + oy) * s->ow, grid + m * p->grid + oy * p->wp, (size_t)s->ow * sizeof(float));
+}
+
 /* One group's product panel by panel: a full panel in one output row whose taps are all inside the input is read
    in place; the others are packed first. */
 static void run_direct(const conv_shape *s, const float *xg, const float *wg, float *yg, const int32_t *offsets,
@@ -387,7 +436,9 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
         return EP_OK;
     }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
-    int32_t *offsets = direct_offsets(&s, ctx);
+    padded_conv padded = {0};
+    int run_on_padding = padded_conv_of(&s, &padded);
+    int32_t *offsets = run_on_padding ? 0 : direct_offsets(&s, ctx);
     for (int64_t b = 0; b < s.n; b++) {
         for (int64_t g = 0; g < s.group; g++) {
             const float *xg = x + (b * s.c + g * s.cg) * hw;
@@ -397,6 +448,10 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
                 continue;
             }
             ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
+            if (run_on_padding) {
+                run_padded(&s, &padded, xg, w + g * s.mg * k, yg, &e, ctx->scratch);
+                continue;
+            }
             if (offsets) {
                 run_direct(&s, xg, w + g * s.mg * k, yg, offsets, &e, ctx);
                 continue;

@@ -10,6 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.runtime.providers import PROVIDERS
+from tests.oracle import run_onnxruntime
 
 from .sample_plans import TOLERANCE, relative_error
 
@@ -51,6 +52,21 @@ def test_conv_paths(case: tuple[int, ...]) -> None:
     model = single_node("Conv", [1, cin, size, size + 3], {"w": weights, "b": bias}, ["w", "b"], group=group,
                         strides=[stride, stride], pads=[pad] * 4, dilations=[dilation, dilation])
     check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
+
+
+@pytest.mark.parametrize("size", [120, 730], ids=["padded", "over the padded limit"])
+def test_stride_one_conv_on_a_padded_input_and_past_its_limit(size: int) -> None:
+    """A 3x3 stride-1 conv runs on its input zero-padded into the scratch (conv.c's padded_conv_of) while the padded
+    input and the output grid take at most 4 Mi floats; a 4-channel 730x730 plane is past that and runs in place.
+    Against onnxruntime (the reference evaluator is slow at this size)."""
+    rng = np.random.default_rng(size)
+    weights = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    model = single_node("Conv", [1, 4, size, size], {"w": weights, "b": bias}, ["w", "b"], pads=[1, 1, 1, 1])
+    x = rng.standard_normal((1, 4, size, size)).astype(np.float32)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    assert actual.shape == expected.shape and relative_error(expected, actual) <= TOLERANCE
 
 
 CONV_TRANSPOSES = [  # (channels in, out, group, kernel, strides, pads, dilations, output padding, size)

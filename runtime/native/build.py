@@ -69,11 +69,12 @@ def _key(files: list[Path], flags: list[str], cc: str, kernels: dict[str, str] |
 
 
 def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: list[str], cc: str | None = None,
-          kernels: dict[str, str] | None = None) -> Path:
+          kernels: dict[str, str] | None = None, core_files: list[Path] | None = None) -> Path:
     """Compiles the core (plus `extra_sources`) once into `cache_root()/name-<hash>`, atomically; with `kernels`
-    (op enum name -> kernel symbol), its registry holds only those."""
+    (op enum name -> kernel symbol), its registry holds only those, and `core_files` (the core's sources those
+    kernels need) replace the whole core's."""
     cc = cc or compiler()
-    files = sources() + extra_sources
+    files = (sources() if core_files is None else core_files) + extra_sources
     all_flags = [*STRICT, *flags, *output_flags]
     target = cache_root() / f"{name}-{_key(files, all_flags, cc, kernels)}"
     if target.is_file():
@@ -139,15 +140,16 @@ WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
 """The node glue: `node ep_run.mjs CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
 
 
-def wasm_core(kernels: dict[str, str] | None = None) -> Path:
+def wasm_core(kernels: dict[str, str] | None = None, core_files: list[Path] | None = None) -> Path:
     """The core as a freestanding wasm32 module with SIMD128 (no emscripten, no libc: wasm/libc.c has the three
-    memory functions the compiler calls); with `kernels` (op enum name -> kernel symbol), a core for those ops only:
-    its registry names no other kernel, so the linker leaves out every function only they reach."""
+    memory functions the compiler calls); with `kernels` (op enum name -> kernel symbol) and the `core_files` they
+    need, a core for those ops only: its registry names no other kernel, and no other kernel is compiled."""
     if not shutil.which(WASM_CC) or not shutil.which("wasm-ld"):
         raise EdgepackError("clang and lld are needed to build the wasm runtime core",
                             fix="apt-get install clang lld")
     exports = ["-Wl,--no-entry", *(f"-Wl,--export={name}" for name in WASM_EXPORTS)]
-    return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC, kernels=kernels)
+    return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC, kernels=kernels,
+                 core_files=core_files)
 
 
 LIBFUZZER = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address,undefined",

@@ -16,9 +16,10 @@ import numpy as np
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.build import NATIVE, wasm_core
 from edgepack.runtime.native.epk import OPS, Plan, write
-from edgepack.runtime.native.op_contract import contract, js_module
+from edgepack.runtime.native.op_contract import js_module
 
 from .. import WEIGHT_ONLY, BundleInput, register, write_file
+from ..embedded import core_sources
 from . import typings
 from .gpu_kernels import KERNEL_FILES
 from .templates import render
@@ -150,11 +151,11 @@ def _package(name: str, version: str, gpu: bool) -> dict[str, Any]:
     }
 
 
-def core_kernels(plans: list[Plan]) -> dict[str, str]:
-    """The kernels of every op the plans use (WebGPU partitions too: they fall back to the wasm core), for the
-    bundle's own wasm core."""
-    ops = contract().ops
-    return {ops[i].c_name: ops[i].kernel for i in sorted({OPS[op.kind] for plan in plans for op in plan.ops})}
+def bundle_core(plans: list[Plan]) -> Path:
+    """The bundle's own wasm core: the kernels of every op the plans use (WebGPU partitions' too, for they fall back
+    to the wasm core) and the core files those need, compiled (and cached) for that set."""
+    selection = core_sources.select(OPS[op.kind] for plan in plans for op in plan.ops)
+    return wasm_core(selection.kernels, [NATIVE / path for path in selection.files if path.suffix == ".c"])
 
 
 def _write_runtime(staging: Path, gpu: bool, plans: list[Plan]) -> None:
@@ -163,4 +164,4 @@ def _write_runtime(staging: Path, gpu: bool, plans: list[Plan]) -> None:
     write_file(staging / "runtime" / "core.js", CORE_ABI.read_text())
     write_file(staging / "runtime" / "ops.js", js_module())
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(wasm_core(core_kernels(plans)), staging / CORE)
+    shutil.copyfile(bundle_core(plans), staging / CORE)

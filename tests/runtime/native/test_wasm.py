@@ -14,7 +14,7 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native.build import WASM_GLUE, wasm_core
 from edgepack.runtime.native.emulated import EmulatedSession
 from edgepack.runtime.providers import PROVIDERS
-from edgepack.targets.web.bundle import core_kernels
+from edgepack.targets.web.bundle import bundle_core
 
 from .sample_plans import TOLERANCE, feeds, plan, reference_outputs, relative_error, slimmed
 
@@ -46,10 +46,10 @@ def test_wasm_core_is_small_and_imports_nothing() -> None:
 
 
 def test_a_bundles_own_core_holds_its_plans_kernels_only() -> None:
-    """A web bundle's core is built for the ops of its plans (`core_kernels`): ppocr-cls's runs its plan as the whole
+    """A web bundle's core is built for the ops of its plans (`bundle_core`): ppocr-cls's runs its plan as the whole
     core does in at most 60% of the bytes, and refuses a plan with an op it lacks (silero-vad's LSTM)."""
     cls_plan = lower_to_plan(slimmed("ppocr-cls"), {k: v.shape for k, v in feeds("ppocr-cls").items()})
-    own = wasm_core(core_kernels([cls_plan]))
+    own = bundle_core([cls_plan])
     assert len(own.read_bytes()) <= 0.6 * len(wasm_core().read_bytes())
     command = [str(shutil.which("node")), str(WASM_GLUE), str(own)]
     outputs = EmulatedSession(plan("ppocr-cls"), command).run(feeds("ppocr-cls"))

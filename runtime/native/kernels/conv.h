@@ -1,0 +1,27 @@
+/* The geometry a Conv or ConvTranspose reads from its node (conv.c), shared with the depthwise kernels
+   (depthwise.c). */
+#ifndef EP_CONV_H
+#define EP_CONV_H
+
+#include "gemm.h"
+
+typedef struct conv_shape {
+    int64_t n, c, h, w, m, oh, ow, group, cg, mg;
+    int64_t kh, kw, sh, sw, pt, pl, dh, dw;
+    int32_t act;
+    float act_a, act_b;
+} conv_shape;
+
+/* The smallest o >= 0 with o * stride + offset >= 0. */
+static inline int64_t first_valid(int64_t offset, int64_t stride) {
+    return offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+}
+
+static inline int is_depthwise(const conv_shape *s) { return s->cg == 1 && s->mg == 1; }
+
+/* The scratch a depthwise conv takes, in floats (0 for planes run in place). */
+size_t ep_depthwise_scratch_floats(const conv_shape *s);
+/* One channel's plane x into y: bias plus the taps of its kernel w, then the activation. */
+void ep_depthwise_plane(const conv_shape *s, const float *x, const float *w, float bias, float *y, float *scratch);
+
+#endif

@@ -96,11 +96,10 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     if depthwise:
         scratch = depthwise_scratch(*spatial, _kernel2d(kernel), strides, begin, dilations)
     else:
-        scratch = lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0)
+        # a conv narrow for the widest panel may not be for a narrower one, which then runs it padded
         groups = (shape_of(x)[1] // group, out.shape[1] // group)
-        if not narrow:
-            scratch = max(scratch, padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin,
-                                                       dilations))
+        scratch = max(lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0),
+                      padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin, dilations))
     lw.emit("Conv", [x, w, bias], [out], params, scratch)
     return [out]
 

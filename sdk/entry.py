@@ -19,7 +19,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _exit_interrupted() -> NoReturn:
     """Ends the process with 130 once the exit handlers ran and the streams are flushed, skipping the interpreter's
-    shutdown: after an interrupt, that shutdown was seen to end the process by SIGINT instead (3 of 110 builds sent
+    shutdown: after an interrupt, that shutdown was seen to end the process by SIGINT instead (4 of 110 builds sent
     a SIGTERM at random times, all of them after printing "interrupted"), a cause inside CPython not pinned down."""
     try:
         atexit._run_exitfuncs()

@@ -187,6 +187,25 @@ static void pack_im2col(float *packed, const float *x, const conv_shape *s, int6
     }
 }
 
+/* The offset of each tap (c, ky, kx), the im2col row's order, from its output position's first input element, in
+   planes of plane_h x plane_w: the input's own, or its zero-padded copy. */
+static void tap_offsets(const conv_shape *s, int64_t plane_h, int64_t plane_w, int32_t *offsets) {
+    int64_t kk = 0;
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t ky = 0; ky < s->kh; ky++)
+            for (int64_t kx = 0; kx < s->kw; kx++)
+                offsets[kk++] = (int32_t)((c * plane_h + ky * s->dh) * plane_w + kx * s->dw);
+}
+
+void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
+                    size_t padded_floats) {
+    ep_memset(padded, 0, padded_floats * sizeof(float));
+    for (int64_t c = 0; c < planes; c++)
+        for (int64_t r = 0; r < s->h; r++)
+            ep_memcpy(padded + (c * hp + s->pt + r) * wp + s->pl, x + (c * s->h + r) * s->w,
+                      (size_t)s->w * sizeof(float));
+}
+
 /* Panels read in place (no im2col) need stride 1 along rows and scratch for one packed panel (the panels at the
    edges) and the offsets after it: the offset of each row (c, ky, kx) of the im2col matrix from its panel's
    first input element. NULL when the conv cannot run so, or is 1x1: there each row of B is its own input plane,
@@ -197,11 +216,7 @@ static int32_t *direct_offsets(const conv_shape *s, const ep_context *ctx) {
         (s->cg * s->h + s->kh * s->dh) * s->w + s->kw * s->dw > INT32_MAX)
         return 0;
     int32_t *offsets = (int32_t *)(void *)(ctx->scratch + k * EP_GEMM_NR);
-    int64_t kk = 0;
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t ky = 0; ky < s->kh; ky++)
-            for (int64_t kx = 0; kx < s->kw; kx++)
-                offsets[kk++] = (int32_t)((c * s->h + ky * s->dh) * s->w + kx * s->dw);
+    tap_offsets(s, s->h, s->w, offsets);
     return offsets;
 }
 
@@ -211,16 +226,9 @@ static void run_padded(const conv_shape *s, const padded_conv *p, const float *x
                        const ep_epilogue *e, float *scratch) {
     float *input = scratch, *grid = scratch + p->input;
     int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
-    ep_memset(input, 0, (size_t)p->input * sizeof(float));
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t r = 0; r < s->h; r++)
-            ep_memcpy(input + (c * p->hp + s->pt + r) * p->wp + s->pl, xg + (c * s->h + r) * s->w,
-                      (size_t)s->w * sizeof(float));
-    int64_t k = 0;
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t ky = 0; ky < s->kh; ky++)
-            for (int64_t kx = 0; kx < s->kw; kx++)
-                offsets[k++] = (int32_t)((c * p->hp + ky * s->dh) * p->wp + kx * s->dw);
+    ep_zero_padded(s, xg, s->cg, p->hp, p->wp, input, (size_t)p->input);
+    int64_t k = s->cg * s->kh * s->kw;
+    tap_offsets(s, p->hp, p->wp, offsets);
     for (int64_t n0 = 0; n0 < s->oh * p->wp; n0 += EP_GEMM_NR)
         ep_gemm_direct(s->mg, k, wg, k, 1, input + n0, offsets, grid + n0, p->grid, e);
     for (int64_t m = 0; m < s->mg; m++)

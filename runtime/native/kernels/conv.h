@@ -19,6 +19,11 @@ static inline int64_t first_valid(int64_t offset, int64_t stride) {
 
 static inline int is_depthwise(const conv_shape *s) { return s->cg == 1 && s->mg == 1; }
 
+/* `planes` input planes of x copied into padded (planes of hp x wp, the input at row pt and column pl), whose
+   padded_floats are zeroed first. */
+void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
+                    size_t padded_floats);
+
 /* The scratch a depthwise conv takes, in floats (0 for planes run in place). */
 size_t ep_depthwise_scratch_floats(const conv_shape *s);
 /* One channel's plane x into y: bias plus the taps of its kernel w, then the activation. */

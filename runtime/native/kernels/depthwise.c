@@ -150,9 +150,7 @@ static void depthwise_padded(const conv_shape *s, const float *x, const float *w
     int64_t hp, wp, owv;
     padded_geometry(s, &hp, &wp, &owv);
     float *plane = scratch, *out = scratch + hp * wp;
-    ep_memset(plane, 0, (size_t)(hp * wp) * sizeof(float));
-    for (int64_t r = 0; r < s->h; r++)
-        ep_memcpy(plane + (s->pt + r) * wp + s->pl, x + r * s->w, (size_t)s->w * sizeof(float));
+    ep_zero_padded(s, x, 1, hp, wp, plane, (size_t)(hp * wp));
     conv_shape padded = *s;
     padded.h = hp;
     padded.w = wp;

@@ -28,7 +28,7 @@ STEP_BLOCK = 32
 
 
 def scratch_bytes(gates: int, hidden: int, seq: int) -> int:
-    """The kernel's scratch (recurrent.c's scratch_floats): the input products of a block of steps, then a step's
+    """The kernel's scratch (recurrent.c's scratch_bytes): the input products of a block of steps, then a step's
     rows."""
     return ((min(seq, STEP_BLOCK) + 2) * gates * hidden + 2 * hidden) * 4
 

@@ -139,15 +139,13 @@ static ep_status read_recurrent(const ep_node *n, recurrent *s, char *error) {
 /* Steps whose input products W x run as one product (W read once for them all). */
 enum { STEP_BLOCK = 32 };
 
-/* The scratch, in floats: the input products of a block of steps, then a step's gate sums, R h and two rows of
-   hidden. */
-static size_t scratch_floats(const recurrent *s, int64_t *xw_rows) {
-    int64_t gh = s->gates * s->hidden, steps = s->seq < STEP_BLOCK ? s->seq : STEP_BLOCK;
-    if (xw_rows) *xw_rows = steps;
-    return (size_t)((steps + 2) * gh + 2 * s->hidden);
-}
+/* Steps whose input products the scratch holds at once: the whole sequence, up to STEP_BLOCK. */
+static int64_t block_steps(const recurrent *s) { return s->seq < STEP_BLOCK ? s->seq : STEP_BLOCK; }
 
-static size_t scratch_bytes(const recurrent *s) { return scratch_floats(s, 0) * sizeof(float); }
+/* The scratch: the input products of a block of steps, then a step's gate sums, R h and two rows of hidden. */
+static size_t scratch_bytes(const recurrent *s) {
+    return (size_t)((block_steps(s) + 2) * s->gates * s->hidden + 2 * s->hidden) * sizeof(float);
+}
 
 static ep_status check_lstm(const ep_node *n, size_t *scratch, char *error) {
     recurrent s;
@@ -291,8 +289,7 @@ static void input_products(const recurrent *s, const direction_weights *d, int64
 static void run_row(const recurrent *s, int64_t dir, int64_t b, int64_t length, float *scratch) {
     int reverse = s->direction == 1 || dir == 1;
     direction_weights d = weights_of(s, dir);
-    int64_t at = state_row(s, dir, b), gh = s->gates * s->hidden, block, first = 0, count = 0;
-    scratch_floats(s, &block);
+    int64_t at = state_row(s, dir, b), gh = s->gates * s->hidden, block = block_steps(s), first = 0, count = 0;
     float *h = (float *)s->y_h->data + at, *cell = s->y_c ? (float *)s->y_c->data + at : 0;
     float *y = (float *)s->y->data, *xw = scratch, *gates = scratch + block * gh;
     step_rows rows = {0, gates, gates + gh, gates + 2 * gh};

@@ -119,10 +119,12 @@ def test_matmul_with_few_rows(shape: tuple[int, ...]) -> None:
           .astype(np.float32))
 
 
-def test_matmul_reading_aligned_rows_of_b_in_place() -> None:
-    """B's rows 80 floats apart (64-byte multiples): its full panels are read in place, the rest packed."""
+@pytest.mark.parametrize("rows", [13, 63, 64, 70])
+def test_matmul_with_aligned_rows_of_b(rows: int) -> None:
+    """B's rows 80 floats apart (64-byte multiples): under 64 rows of output its full panels are read in place and
+    the rest packed; from 64 rows on it is packed whole."""
     w = np.random.default_rng(8).standard_normal((64, 80)).astype(np.float32)
-    check(single_node("MatMul", [13, 64], {"w": w}, ["w"]), np.random.default_rng(9).standard_normal((13, 64))
+    check(single_node("MatMul", [rows, 64], {"w": w}, ["w"]), np.random.default_rng(9).standard_normal((rows, 64))
           .astype(np.float32))
 
 

@@ -75,8 +75,11 @@ SHAPE_FIRST = ("ConstantOfShape", "Range")
 class Lowering:
     """The plan under construction: tensors, ops, buffer aliases and scratch, for one model at fixed input shapes."""
 
-    def __init__(self, model: onnx.ModelProto) -> None:
+    def __init__(self, model: onnx.ModelProto, packed_weights: bool = True) -> None:
         self.model = model
+        self.packed_weights = packed_weights
+        """Whether a product by a constant weight may take the weight packed at plan time (PackedMatMul, which
+        WebGPU does not run)."""
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         self.opset = self.opsets.get("", 1)
         self.tensors: list[Tensor] = []
@@ -429,11 +432,12 @@ def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> d
 
 
 def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,
-                  values: dict[str, np.ndarray] | None = None) -> Plan:
+                  values: dict[str, np.ndarray] | None = None, packed_weights: bool = True) -> Plan:
     """The plan of `model` at the given input shapes (dims the model leaves symbolic must be given), and for the
-    given `values` of inputs that shape other tensors (NeedsValues names them; the plan guards them)."""
+    given `values` of inputs that shape other tensors (NeedsValues names them; the plan guards them); without
+    `packed_weights`, only ops WebGPU also runs hold constant weights (no PackedMatMul)."""
     model = rewrite_hard_swish(model, _uses(model.graph))
-    lowering = Lowering(model)
+    lowering = Lowering(model, packed_weights)
     scope: Scope = {}
     inputs = []
     for name, (dtype, shape) in _input_shapes(model.graph, shapes or {}).items():

@@ -87,11 +87,11 @@ def pinnable_name(dim_param: str) -> bool:
     return dim_param not in ("", "?")
 
 
-def plan_of(model: onnx.ModelProto, product: str) -> Plan:
-    """The plan at the pinned input shapes; when the core has no kernel for some nodes, the build fails listing
-    them and their ops."""
+def plan_of(model: onnx.ModelProto, product: str, packed_weights: bool = True) -> Plan:
+    """The plan at the pinned input shapes (`packed_weights`: see lower_to_plan); when the core has no kernel for
+    some nodes, the build fails listing them and their ops."""
     try:
-        return lower_to_plan(model, pinned_shapes(model, product))
+        return lower_to_plan(model, pinned_shapes(model, product), packed_weights=packed_weights)
     except MissingKernels as error:
         ops = sorted({label.split(" (")[0] for label in error.nodes})
         raise EdgepackError(f"{product} cannot be built: the C core has no kernel for {', '.join(ops)}, used by "
@@ -140,7 +140,7 @@ class Lowerer:
     def _lower(self, part: Partition) -> Lowered:
         form = self.forms.get(part.provider, "onnx")
         if form == "plan":
-            return Lowered(part, form, plan=plan_of(part.model, self.product))
+            return Lowered(part, form, plan=plan_of(part.model, self.product, packed_weights=part.provider != "webgpu"))
         if form == "mlpackage":
             path, options = self._mlpackage(part.model)
             return Lowered(part, form, files=path, options=options)

@@ -149,6 +149,21 @@ def emit_conv_transpose(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -
     return [out]
 
 
+PREPACKED_COLUMNS = 32
+"""gemm.h's EP_PREPACKED_COLUMNS: the column panels of a weight packed at plan time."""
+GEMV_ROWS = 4
+"""gemm.h's EP_GEMV_ROWS: products with at most this many rows read B's rows in place (ep_gemv)."""
+
+
+def packed_panels(weight: np.ndarray) -> np.ndarray:
+    """A K x N weight as PackedMatMul takes it: [ceil(N / 32), K, 32], its columns in panels, zero past N."""
+    k, n = weight.shape
+    panels = -(-n // PREPACKED_COLUMNS)
+    padded = np.zeros((k, panels * PREPACKED_COLUMNS), np.float32)
+    padded[:, :n] = weight
+    return np.ascontiguousarray(padded.reshape(k, panels, PREPACKED_COLUMNS).transpose(1, 0, 2))
+
+
 @emitter("MatMul")
 def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     if dtype_of(inputs[0]) != "float32":
@@ -157,6 +172,11 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     a, b = shape_of(inputs[0]), shape_of(inputs[1])
     k = a[-1]
     n = b[-1] if len(b) > 1 else 1
+    weight = inputs[1]
+    if lw.packed_weights and isinstance(weight, np.ndarray) and weight.ndim == 2 and n > 0 and \
+            int(np.prod(a[:-1])) > GEMV_ROWS:
+        lw.emit("PackedMatMul", [inputs[0], packed_panels(weight.astype(np.float32))], [out], [n])
+        return [out]
     lw.emit("MatMul", inputs, [out], [], lw.gemm_scratch(k, n))
     return [out]
 

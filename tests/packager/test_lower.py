@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
@@ -13,7 +14,7 @@ from edgepack import samples
 from edgepack.compiler import lower as compiler_lower
 from edgepack.compiler.lower import MissingKernels, lower_to_plan
 from edgepack.packager.lower import Lowerer, plan_of
-from edgepack.packager.partition import partition
+from edgepack.packager.partition import Partition, partition
 from edgepack.profile import load_profile
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.providers import PROVIDERS
@@ -98,3 +99,21 @@ def test_the_partitioners_coreml_check_is_the_stage_conversion(monkeypatch: pyte
         lowerer.close()
     assert [low.form for low in lowered] == ["mlpackage" if p.provider == "coreml" else "plan" for p in parts]
     assert checked >= 1 and len(conversions) == checked
+
+
+@pytest.mark.parametrize(("provider", "kind"),
+                         [("webgpu", "MatMul"), ("wasm", "PackedMatMul"), ("neon", "PackedMatMul")])
+def test_a_plan_webgpu_may_run_keeps_its_weights_unpacked(provider: str, kind: str) -> None:
+    """WebGPU has no shader for PackedMatMul: a webgpu partition's plan keeps MatMul by the weight as it is."""
+    weight = onnx.numpy_helper.from_array(np.ones((8, 40), np.float32), "w")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [16, 8])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [16, 40])], [weight])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    lowerer = Lowerer(load_profile("web"), {provider: "plan"}, "the web package")
+    try:
+        lowered, = lowerer.lower(model, [Partition("p0", provider, model)])
+    finally:
+        lowerer.close()
+    assert [op.kind for op in lowered.plan.ops] == [kind]

@@ -179,7 +179,8 @@ static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t i0, float *c,
 /* B's row kk: a packed panel's (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1); inlined into
    each caller with `direct` a constant. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
-                                                               const float *b, const int32_t *offsets, int direct,
+                                                               const float *b, int64_t b_row, const int32_t *offsets,
+                                                               int direct,
                                                                int64_t i0, int64_t rows_left, int64_t cols, float *c,
                                                                int64_t ldc, const ep_epilogue *e) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
@@ -188,7 +189,7 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
     const float *row[EP_GEMM_MR];
     for (int r = 0; r < EP_GEMM_MR; r++) row[r] = rows[r];
     for (int64_t kk = 0; kk < k; kk++) {
-        const float *bk = direct ? b + offsets[kk] : b + kk * EP_GEMM_NR;
+        const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
         ep_v8 bv[EP_GEMM_NV];
         for (int h = 0; h < EP_GEMM_NV; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;
@@ -203,14 +204,14 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
     store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e);
 }
 #else
-static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, const int32_t *offsets,
-                         int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c, int64_t ldc,
+static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
+                         const int32_t *offsets, int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c, int64_t ldc,
                          const ep_epilogue *e) {
     float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;
     for (int64_t kk = 0; kk < k; kk++) {
-        const float *bk = direct ? b + offsets[kk] : b + kk * EP_GEMM_NR;
+        const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
         for (int r = 0; r < EP_GEMM_MR; r++) {
             float a = rows[r][kk * a_col];
             for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * bk[j];
@@ -358,18 +359,31 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
     }
 }
 
-void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
-                    const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
+/* The product over B's columns [0, nb) in panels whose rows are `width` floats apart, panel p (of NR columns) at
+   panels + p / width * width * k + p % width: packed per call (width NR) or at plan time (width
+   EP_PREPACKED_COLUMNS, read as width / NR panels side by side). */
+static void panels_product(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+                           const float *panels, int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue) {
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
         int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
-        const float *panel = packed + p * k;
+        const float *panel = panels + p / width * width * k + p % width;
         for (int64_t i = 0; i < m; i += EP_GEMM_MR) {
             int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
             const float *rows[EP_GEMM_MR];
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-            micro_kernel(k, rows, a_col, panel, 0, 0, i, rows_left, cols, c + p, ldc, epilogue);
+            micro_kernel(k, rows, a_col, panel, width, 0, 0, i, rows_left, cols, c + p, ldc, epilogue);
         }
     }
+}
+
+void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+                    const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
+    panels_product(m, k, nb, a, a_row, a_col, packed, EP_GEMM_NR, c, ldc, epilogue);
+}
+
+void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, const float *panels, float *c,
+                       const ep_epilogue *epilogue) {
+    panels_product(m, k, n, a, k, 1, panels, EP_PREPACKED_COLUMNS, c, n, epilogue);
 }
 
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,
@@ -378,6 +392,6 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-        micro_kernel(k, rows, a_col, b, offsets, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
+        micro_kernel(k, rows, a_col, b, 0, offsets, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
     }
 }

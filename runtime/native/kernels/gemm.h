@@ -54,6 +54,15 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
 
+/* Columns per panel of a B packed at plan time (PackedMatMul): the widest NR, so that any build reads such a panel
+   as EP_PREPACKED_COLUMNS / NR panels of its own side by side. */
+#define EP_PREPACKED_COLUMNS 32
+
+/* C[0:M, 0:N] (ldc N) = A[M, K] (rows contiguous) x B, B packed at plan time: panels of EP_PREPACKED_COLUMNS columns,
+   each K rows of them, zero past column N; then bias and activation. */
+void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, const float *panels, float *c,
+                       const ep_epilogue *epilogue);
+
 /* C[0:M, 0:NR] (one full panel of columns) (+)= alpha * A x B, row kk of B read in place: the NR floats at
    b + offsets[kk] (a conv's input, without im2col), then bias and activation. */
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,

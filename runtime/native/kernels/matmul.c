@@ -1,4 +1,5 @@
-/* MatMul (batched, numpy broadcasting over batch dims, 1-D operands) and Gemm (transposes, alpha, beta, C). */
+/* MatMul (batched, numpy broadcasting over batch dims, 1-D operands), Gemm (transposes, alpha, beta, C) and
+   PackedMatMul (by a weight packed at plan time). */
 #include "broadcast.h"
 #include "gemm.h"
 
@@ -161,5 +162,34 @@ static ep_status run_gemm(const ep_node *n, const ep_context *ctx) {
     return EP_OK;
 }
 
+/* PackedMatMul: A [..., M, K] by B packed at plan time ([ceil(N / 32), K, 32], see ep_gemm_prepacked); param N. */
+static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *error) {
+    ep_status status = ep_expect(n, 2, 2, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
+    if (a->dtype != EP_F32 || b->dtype != EP_F32 || y->dtype != EP_F32) return ep_fail(error, n, ": float32 only");
+    if (n->n_params != 1 || a->rank < 1 || b->rank != 3 || y->rank != a->rank) return ep_fail(error, n, ": bad params");
+    int64_t k = a->dims[a->rank - 1], cols = n->params[0];
+    if (cols < 1 || b->dims[0] != (cols + EP_PREPACKED_COLUMNS - 1) / EP_PREPACKED_COLUMNS || b->dims[1] != k ||
+        b->dims[2] != EP_PREPACKED_COLUMNS)
+        return ep_fail(error, n, ": B is not packed for its columns");
+    for (int32_t d = 0; d + 1 < a->rank; d++)
+        if (y->dims[d] != a->dims[d]) return ep_fail(error, n, ": wrong output shape");
+    if (y->dims[y->rank - 1] != cols) return ep_fail(error, n, ": wrong output columns");
+    *scratch = 0;
+    return EP_OK;
+}
+
+static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
+    (void)ctx;
+    const ep_tensor *a = n->in[0], *y = n->out[0];
+    int64_t cols = n->params[0], k = a->dims[a->rank - 1];
+    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+    ep_gemm_prepacked(y->count / cols, k, cols, (const float *)a->data, (const float *)n->in[1]->data,
+                      (float *)y->data, &e);
+    return EP_OK;
+}
+
 const ep_kernel ep_kernel_matmul = {"MatMul", check_matmul, run_matmul};
 const ep_kernel ep_kernel_gemm = {"Gemm", check_gemm, run_gemm};
+const ep_kernel ep_kernel_packed_matmul = {"PackedMatMul", check_packed_matmul, run_packed_matmul};

@@ -1,0 +1,66 @@
+"""MatMul by a constant weight, lowered to PackedMatMul with the weight packed at plan time: the panel layout, when
+the lowering takes it, and the results of the cpu, wasm and neon (qemu) cores against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgepack.compiler.emitters.nn_ops import PREPACKED_COLUMNS, packed_panels
+from edgepack.compiler.lower import lower_to_plan
+from edgepack.runtime.providers import PROVIDERS
+from tests.oracle import run_onnxruntime
+
+
+def matmul_by_weight(a_shape: list[int], weight: np.ndarray) -> onnx.ModelProto:
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, a_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(weight, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def op_kinds(model: onnx.ModelProto, shape: list[int], packed_weights: bool = True) -> list[str]:
+    return [op.kind for op in lower_to_plan(model, {"x": shape}, packed_weights=packed_weights).ops]
+
+
+def test_packed_panels_hold_the_columns_in_panels_of_32_and_zeros_past_them() -> None:
+    weight = np.random.default_rng(0).standard_normal((5, 70)).astype(np.float32)
+    panels = packed_panels(weight)
+    assert panels.shape == (3, 5, PREPACKED_COLUMNS)
+    for column in range(96):
+        panel, offset = divmod(column, PREPACKED_COLUMNS)
+        expected = weight[:, column] if column < 70 else np.zeros(5, np.float32)
+        np.testing.assert_array_equal(panels[panel, :, offset], expected)
+
+
+SHAPES = [([5, 3], 37), ([13, 300], 80), ([70, 64], 100), ([2, 7, 33], 64), ([1, 3, 6, 40], 1), ([6, 1], 33)]
+"""(A's shape, N): rows just past the gemv limit, a partial last panel, batched A (its rows taken together), a
+one-column weight, K of 1."""
+
+
+@pytest.mark.parametrize(("a_shape", "columns"), SHAPES, ids=[f"{a}x{n}" for a, n in SHAPES])
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
+def test_matmul_by_a_packed_weight_matches_onnxruntime(provider: str, a_shape: list[int], columns: int) -> None:
+    """On this host's core and on builds with narrower panels than the plan's (wasm 8 columns, NEON 16), which read
+    each packed panel as several of their own."""
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    rng = np.random.default_rng(len(a_shape) * 100 + columns)
+    model = matmul_by_weight(a_shape, rng.standard_normal((a_shape[-1], columns)).astype(np.float32))
+    assert "PackedMatMul" in op_kinds(model, a_shape)
+    x = rng.standard_normal(a_shape).astype(np.float32)
+    actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_few_rows_and_plans_for_webgpu_keep_the_weight_as_it_is() -> None:
+    """At most 4 rows of A run as ep_gemv on B's rows in place; a plan WebGPU may run holds no PackedMatMul, which it
+    has no shader for."""
+    weight = np.ones((8, 40), np.float32)
+    assert op_kinds(matmul_by_weight([4, 8], weight), [4, 8]) == ["MatMul"]
+    assert op_kinds(matmul_by_weight([16, 8], weight), [16, 8], packed_weights=False) == ["MatMul"]

@@ -5,7 +5,7 @@ every other node becomes plan ops through the emitters of `emitters/`."""
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,7 @@ class Lowering:
         self.scratch = 0
         self.missing: list[str] = []
         self.weights: dict[int, tuple[int, Any]] = {}
+        self.reshaped: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
         self.uses = _uses(model.graph)
         self.derived: dict[int, frozenset[str]] = {}
         """Run-time values computed from model inputs and constants only, with the names of those inputs: the plan
@@ -117,6 +118,14 @@ class Lowering:
                                        np.ascontiguousarray(array)))
             self.weights[key] = (len(self.tensors) - 1, value)
         return self.weights[key][0]
+
+    def reshaped_weight(self, weight: np.ndarray, form: str, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """`make(weight)`, made once per weight and form: the nodes that share a weight share its transposed or
+        packed copy in the plan too."""
+        key = (id(weight), form)
+        if key not in self.reshaped or self.reshaped[key][0] is not weight:
+            self.reshaped[key] = (weight, make(weight))
+        return self.reshaped[key][1]
 
     def emit(self, kind: str, inputs: Sequence[Value | Quantized | None], outputs: Sequence[Runtime],
              params: Sequence[Any] = (), scratch: int = 0) -> None:

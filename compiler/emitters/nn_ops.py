@@ -175,7 +175,7 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     weight = inputs[1]
     if lw.packed_weights and isinstance(weight, np.ndarray) and weight.ndim == 2 and n > 0 and \
             int(np.prod(a[:-1])) > GEMV_ROWS:
-        lw.emit("PackedMatMul", [inputs[0], packed_panels(weight.astype(np.float32))], [out], [n])
+        lw.emit("PackedMatMul", [inputs[0], lw.reshaped_weight(weight, "packed", packed_panels)], [out], [n])
         return [out]
     lw.emit("MatMul", inputs, [out], [], lw.gemm_scratch(k, n))
     return [out]
@@ -191,7 +191,8 @@ def emit_gemm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     k = a[0] if attrs.get("transA", 0) else a[1]
     trans_b = attrs.get("transB", 0)
     if trans_b and isinstance(inputs[1], np.ndarray):  # stored K x N: the kernel copies its rows, not gathers columns
-        inputs = [inputs[0], np.ascontiguousarray(inputs[1].T), *inputs[2:]]
+        inputs = [inputs[0], lw.reshaped_weight(inputs[1], "transposed", lambda w: np.ascontiguousarray(w.T)),
+                  *inputs[2:]]
         trans_b = 0
     params = [attrs.get("transA", 0), trans_b, F32(attrs.get("alpha", 1.0)),
               F32(attrs.get("beta", 1.0)), ACTIVATIONS["None"], F32(0.0), F32(0.0)]

@@ -64,3 +64,24 @@ def test_few_rows_and_plans_for_webgpu_keep_the_weight_as_it_is() -> None:
     weight = np.ones((8, 40), np.float32)
     assert op_kinds(matmul_by_weight([4, 8], weight), [4, 8]) == ["MatMul"]
     assert op_kinds(matmul_by_weight([16, 8], weight), [16, 8], packed_weights=False) == ["MatMul"]
+
+
+def test_nodes_sharing_a_weight_share_its_transposed_and_packed_copy() -> None:
+    """Two Gemm (transB) and two MatMul nodes on one weight each: the plan holds one transposed and one packed copy
+    (an unrolled LSTM's 80 Gemms on 4 weights once made a 274 MB plan of a 19 MB model), and computes as onnxruntime."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Gemm", ["x", "g"], ["g1"], transB=1),
+             helper.make_node("Gemm", ["g1", "g"], ["g2"], transB=1),
+             helper.make_node("MatMul", ["g2", "m"], ["m1"]), helper.make_node("MatMul", ["m1", "m"], ["y"])]
+    weights = [numpy_helper.from_array(rng.standard_normal((24, 24)).astype(np.float32), name) for name in "gm"]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 24])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 24])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    plan = lower_to_plan(model, {"x": [8, 24]})
+    assert [op.kind for op in plan.ops] == ["Gemm", "Gemm", "PackedMatMul", "PackedMatMul"]
+    assert plan.ops[0].inputs[1] == plan.ops[1].inputs[1] and plan.ops[2].inputs[1] == plan.ops[3].inputs[1]
+    assert sum(tensor.data is not None for tensor in plan.tensors) == 2
+    x = rng.standard_normal((8, 24)).astype(np.float32)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"], expected, rtol=1e-5,
+                               atol=1e-5 * np.abs(expected).max())

@@ -43,25 +43,81 @@ static ep_status check_transpose(const ep_node *n, size_t *scratch, char *error)
     return EP_OK;
 }
 
-static ep_status run_transpose(const ep_node *n, const ep_context *c) {
-    (void)c;
-    const ep_tensor *x = n->in[0], *y = n->out[0];
-    int32_t rank = x->rank;
-    size_t size = ep_dtype_size(x->dtype);
-    int64_t in_strides[EP_MAX_RANK], strides[EP_MAX_RANK], counter[EP_MAX_RANK];
-    int64_t stride = 1;
-    for (int32_t i = rank - 1; i >= 0; i--) {
+/* Elements per side of the square tiles transpose_tiled moves. */
+#define TRANSPOSE_TILE 16
+
+/* A transpose as few output axes (dims, input strides) as it has: axes of one dropped, and neighbours whose input
+   strides chain (neighbours in the input too) merged; returns how many are left. */
+static int32_t merged_axes(const ep_tensor *x, const ep_node *n, int64_t *dims, int64_t *strides) {
+    int64_t in_strides[EP_MAX_RANK], stride = 1;
+    for (int32_t i = x->rank - 1; i >= 0; i--) {
         in_strides[i] = stride;
         stride *= x->dims[i];
     }
-    for (int32_t i = 0; i < rank; i++) {
-        strides[i] = in_strides[n->params[i]];
-        counter[i] = 0;
+    int32_t rank = 0;
+    for (int32_t i = 0; i < x->rank; i++) {
+        int64_t dim = x->dims[n->params[i]], at = in_strides[n->params[i]];
+        if (dim == 1) continue;
+        if (rank > 0 && strides[rank - 1] == at * dim) {
+            dims[rank - 1] *= dim;
+            strides[rank - 1] = at;
+        } else {
+            dims[rank] = dim;
+            strides[rank++] = at;
+        }
     }
+    return rank;
+}
+
+/* A 4-byte transpose whose output's last axis is not the input's: the output axis q that the input's last axis feeds
+   (input stride 1) and the output's last axis are walked in tiles, so that reads and writes both run along cache
+   lines (a row at a time, one side reads a column of the other: a 512 x 256 plane took 5 ns an element). */
+static void transpose_tiled(const uint32_t *src, uint32_t *dst, int32_t rank, const int64_t *dims,
+                            const int64_t *strides, int32_t q) {
+    int64_t out_strides[EP_MAX_RANK], counter[EP_MAX_RANK] = {0}, count = 1;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+        out_strides[i] = count;
+        count *= dims[i];
+    }
+    int64_t rows = dims[q], cols = dims[rank - 1], col_stride = strides[rank - 1], row_out = out_strides[q];
+    for (int64_t done = 0; done < count; done += rows * cols) {
+        int64_t in = 0, out = 0;
+        for (int32_t i = 0; i + 1 < rank; i++)
+            if (i != q) {
+                in += counter[i] * strides[i];
+                out += counter[i] * out_strides[i];
+            }
+        for (int64_t r0 = 0; r0 < rows; r0 += TRANSPOSE_TILE)
+            for (int64_t c0 = 0; c0 < cols; c0 += TRANSPOSE_TILE) {
+                int64_t r1 = r0 + TRANSPOSE_TILE < rows ? r0 + TRANSPOSE_TILE : rows;
+                int64_t c1 = c0 + TRANSPOSE_TILE < cols ? c0 + TRANSPOSE_TILE : cols;
+                for (int64_t r = r0; r < r1; r++)
+                    for (int64_t col = c0; col < c1; col++) dst[out + r * row_out + col] = src[in + r + col * col_stride];
+            }
+        for (int32_t i = rank - 2; i >= 0; i--) {
+            if (i == q) continue;
+            if (++counter[i] < dims[i]) break;
+            counter[i] = 0;
+        }
+    }
+}
+
+static ep_status run_transpose(const ep_node *n, const ep_context *c) {
+    (void)c;
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    size_t size = ep_dtype_size(x->dtype);
+    int64_t dims[EP_MAX_RANK], strides[EP_MAX_RANK], counter[EP_MAX_RANK] = {0};
+    int32_t rank = merged_axes(x, n, dims, strides);
     if (y->count == 0) return EP_OK;
+    int32_t q = 0;
+    while (q < rank && strides[q] != 1) q++;
+    if (size == 4 && q < rank - 1) {
+        transpose_tiled((const uint32_t *)x->data, (uint32_t *)y->data, rank, dims, strides, q);
+        return EP_OK;
+    }
     const uint8_t *src = (const uint8_t *)x->data;
     uint8_t *dst = (uint8_t *)y->data;
-    int64_t last = rank ? y->dims[rank - 1] : 1, last_stride = rank ? strides[rank - 1] : 0;
+    int64_t last = rank ? dims[rank - 1] : 1, last_stride = rank ? strides[rank - 1] : 0;
     for (int64_t o = 0; o < y->count; o += last) {
         int64_t offset = 0;
         for (int32_t i = 0; i + 1 < rank; i++) offset += counter[i] * strides[i];
@@ -74,7 +130,7 @@ static ep_status run_transpose(const ep_node *n, const ep_context *c) {
                 ep_memcpy(dst + (size_t)(o + k) * size, src + (size_t)(offset + k * last_stride) * size, size);
         }
         for (int32_t i = rank - 2; i >= 0; i--) {
-            if (++counter[i] < y->dims[i]) break;
+            if (++counter[i] < dims[i]) break;
             counter[i] = 0;
         }
     }

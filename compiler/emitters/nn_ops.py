@@ -63,16 +63,21 @@ PADDED_CONV_FLOATS = 4 << 20
 
 def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: Sequence[int], kernel: Sequence[int],
                         strides: Sequence[int], begin: Sequence[int], dilations: Sequence[int]) -> int:
-    """conv.c's scratch for a stride-1 conv (not 1x1) run on its input zero-padded (padded_conv_of), with the widest
-    panel; 0 where the conv runs otherwise. `channels` and `outputs` are per group."""
-    if list(strides) != [1, 1] or kernel[0] * kernel[1] == 1:
+    """conv.c's scratch for a stride-1 conv (not 1x1) run on its input zero-padded, or a stride-2 one without
+    dilation on the four phases of that input (padded_conv_of), with the widest panel; 0 where the conv runs
+    otherwise. `channels` and `outputs` are per group."""
+    stride = strides[0]
+    if strides[1] != stride or kernel[0] * kernel[1] == 1 or stride not in (1, 2) or \
+            (stride == 2 and list(dilations) != [1, 1]):
         return 0
-    rows = max(out[0] + (kernel[0] - 1) * dilations[0], begin[0] + size[0])
-    cols = max(out[1] + (kernel[1] - 1) * dilations[1], begin[1] + size[1])
-    if channels * rows * cols + outputs * out[0] * cols > PADDED_CONV_FLOATS:
+    rows = max((out[0] - 1) * stride + (kernel[0] - 1) * dilations[0] + 1, begin[0] + size[0])
+    cols = max((out[1] - 1) * stride + (kernel[1] - 1) * dilations[1] + 1, begin[1] + size[1])
+    plane = -(-rows // stride) * -(-cols // stride)
+    planes = channels * stride * stride
+    if planes * plane + outputs * out[0] * -(-cols // stride) > PADDED_CONV_FLOATS:
         return 0
-    grid = -(-out[0] * cols // PANEL_COLUMNS) * PANEL_COLUMNS
-    padded_input = channels * rows * cols + (kernel[1] - 1) * dilations[1] + PANEL_COLUMNS
+    grid = -(-out[0] * -(-cols // stride) // PANEL_COLUMNS) * PANEL_COLUMNS
+    padded_input = planes * plane + (kernel[1] - 1) * dilations[1] // stride + PANEL_COLUMNS
     return 4 * (padded_input + outputs * grid + channels * kernel[0] * kernel[1])
 
 

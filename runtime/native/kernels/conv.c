@@ -84,11 +84,14 @@ static int is_narrow(const conv_shape *s) { return s->oh * s->ow < EP_GEMM_NR &&
 /* Stride-1 convs (not 1x1) run on their input zero-padded into the scratch, when it and the output grid below take
    at most this many floats. Every output position's taps are inside there, and on a grid of the padded width the
    im2col row of tap kk for the NR positions from n is NR floats in place at input + offset[kk] + n: every panel is
-   read in place (a padded row's last columns are worked out too, and dropped). */
+   read in place (a padded row's last columns are worked out too, and dropped). Stride-2 convs without dilation do
+   the same on the zero-padded input split into its four phases (even or odd rows, even or odd columns; space to
+   depth): there a tap of output (oy, ox) is element (oy + ky / 2, ox + kx / 2) of phase (ky % 2, kx % 2). */
 #define PADDED_CONV_FLOATS ((int64_t)4 << 20)
 
 typedef struct padded_conv {
-    int64_t hp, wp;  /* the padded plane */
+    int64_t stride;  /* 1, or 2: four phase planes per channel */
+    int64_t hp, wp;  /* the padded plane, or each phase's */
     int64_t grid;    /* floats per output channel on the grid: oh * wp, rounded up to whole panels */
     int64_t input;   /* floats of the padded input, with the slack the last panel reads past it */
 } padded_conv;
@@ -96,13 +99,18 @@ typedef struct padded_conv {
 /* Whether the conv runs padded, and its geometry. The size limit leaves out the NR terms, so that the plan
    compiler (compiler/emitters/nn_ops.py), sizing for the widest panel, makes the same choice. */
 static int padded_conv_of(const conv_shape *s, padded_conv *p) {
-    if (s->sw != 1 || s->sh != 1 || s->kh * s->kw == 1 || is_depthwise(s) || is_narrow(s)) return 0;
-    int64_t rows = s->oh + (s->kh - 1) * s->dh, cols = s->ow + (s->kw - 1) * s->dw;
-    p->hp = rows > s->pt + s->h ? rows : s->pt + s->h;
-    p->wp = cols > s->pl + s->w ? cols : s->pl + s->w;
+    if (s->sw != s->sh || s->kh * s->kw == 1 || is_depthwise(s) || is_narrow(s)) return 0;
+    if (s->sw != 1 && (s->sw != 2 || s->dh != 1 || s->dw != 1)) return 0;
+    p->stride = s->sw;
+    int64_t rows = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1, cols = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
+    rows = rows > s->pt + s->h ? rows : s->pt + s->h;
+    cols = cols > s->pl + s->w ? cols : s->pl + s->w;
+    p->hp = (rows + p->stride - 1) / p->stride;
+    p->wp = (cols + p->stride - 1) / p->stride;
+    int64_t planes = s->cg * p->stride * p->stride;
     p->grid = (s->oh * p->wp + EP_GEMM_NR - 1) / EP_GEMM_NR * EP_GEMM_NR;
-    p->input = s->cg * p->hp * p->wp + (s->kw - 1) * s->dw + EP_GEMM_NR;
-    return s->cg * p->hp * p->wp + s->mg * s->oh * p->wp <= PADDED_CONV_FLOATS;
+    p->input = planes * p->hp * p->wp + (s->kw - 1) * s->dw / p->stride + EP_GEMM_NR;
+    return planes * p->hp * p->wp + s->mg * s->oh * p->wp <= PADDED_CONV_FLOATS;
 }
 
 static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
@@ -188,13 +196,33 @@ static void pack_im2col(float *packed, const float *x, const conv_shape *s, int6
 }
 
 /* The offset of each tap (c, ky, kx), the im2col row's order, from its output position's first input element, in
-   planes of plane_h x plane_w: the input's own, or its zero-padded copy. */
-static void tap_offsets(const conv_shape *s, int64_t plane_h, int64_t plane_w, int32_t *offsets) {
+   planes of plane_h x plane_w: the input's own, or its zero-padded copy (`stride` 1), or the phases of that copy
+   (`stride` 2: stride * stride planes per channel, see padded_conv). */
+static void tap_offsets(const conv_shape *s, int64_t plane_h, int64_t plane_w, int64_t stride, int32_t *offsets) {
     int64_t kk = 0;
     for (int64_t c = 0; c < s->cg; c++)
         for (int64_t ky = 0; ky < s->kh; ky++)
-            for (int64_t kx = 0; kx < s->kw; kx++)
-                offsets[kk++] = (int32_t)((c * plane_h + ky * s->dh) * plane_w + kx * s->dw);
+            for (int64_t kx = 0; kx < s->kw; kx++) {
+                int64_t y = ky * s->dh, x = kx * s->dw, plane = (c * stride + y % stride) * stride + x % stride;
+                offsets[kk++] = (int32_t)((plane * plane_h + y / stride) * plane_w + x / stride);
+            }
+}
+
+/* The input zero-padded (pads top and left) and split into its four phases, phase (r % 2, col % 2) holding padded
+   element (r, col) at (r / 2, col / 2): planes of hp x wp, four per channel. */
+static void zero_padded_phases(const conv_shape *s, const float *x, int64_t hp, int64_t wp, float *phases,
+                               size_t floats) {
+    ep_memset(phases, 0, floats * sizeof(float));
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t iy = 0; iy < s->h; iy++) {
+            int64_t r = iy + s->pt;
+            const float *row = x + (c * s->h + iy) * s->w;
+            for (int64_t px = 0; px < 2; px++) {
+                float *out = phases + (((c * 2 + r % 2) * 2 + px) * hp + r / 2) * wp;
+                int64_t first = (px - s->pl % 2 + 2) % 2; /* the first input column of this phase */
+                for (int64_t ix = first; ix < s->w; ix += 2) out[(ix + s->pl) / 2] = row[ix];
+            }
+        }
 }
 
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
@@ -216,19 +244,20 @@ static int32_t *direct_offsets(const conv_shape *s, const ep_context *ctx) {
         (s->cg * s->h + s->kh * s->dh) * s->w + s->kw * s->dw > INT32_MAX)
         return 0;
     int32_t *offsets = (int32_t *)(void *)(ctx->scratch + k * EP_GEMM_NR);
-    tap_offsets(s, s->h, s->w, offsets);
+    tap_offsets(s, s->h, s->w, 1, offsets);
     return offsets;
 }
 
-/* One group's conv on its zero-padded input (padded_conv_of): the product on the grid of the padded width, all of it
+/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of the padded width, all of it
    read in place, then the grid's first ow columns of each row copied out. */
 static void run_padded(const conv_shape *s, const padded_conv *p, const float *xg, const float *wg, float *yg,
                        const ep_epilogue *e, float *scratch) {
     float *input = scratch, *grid = scratch + p->input;
     int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
-    ep_zero_padded(s, xg, s->cg, p->hp, p->wp, input, (size_t)p->input);
+    if (p->stride == 1) ep_zero_padded(s, xg, s->cg, p->hp, p->wp, input, (size_t)p->input);
+    else zero_padded_phases(s, xg, p->hp, p->wp, input, (size_t)p->input);
     int64_t k = s->cg * s->kh * s->kw;
-    tap_offsets(s, p->hp, p->wp, offsets);
+    tap_offsets(s, p->hp, p->wp, p->stride, offsets);
     for (int64_t n0 = 0; n0 < s->oh * p->wp; n0 += EP_GEMM_NR)
         ep_gemm_direct(s->mg, k, wg, k, 1, input + n0, offsets, grid + n0, p->grid, e);
     for (int64_t m = 0; m < s->mg; m++)

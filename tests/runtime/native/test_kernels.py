@@ -69,6 +69,33 @@ def test_stride_one_conv_on_a_padded_input_and_past_its_limit(size: int) -> None
     assert actual.shape == expected.shape and relative_error(expected, actual) <= TOLERANCE
 
 
+STRIDE_TWO = {  # channels in, out, group, kernel h w, pads (top, left, bottom, right), input h w
+    "stem 3x3": (3, 16, 1, (3, 3), (1, 1, 1, 1), (64, 64)),
+    "same upper, odd size": (8, 12, 1, (3, 3), (0, 0, 1, 1), (23, 17)),
+    "5x5 groups": (8, 6, 2, (5, 5), (2, 2, 2, 2), (19, 26)),
+    "7x7 stem": (3, 8, 1, (7, 7), (3, 3, 3, 3), (30, 41)),
+    "2x2 no padding": (6, 10, 1, (2, 2), (0, 0, 0, 0), (16, 15)),
+    "3x1 uneven pads": (5, 7, 1, (3, 1), (2, 0, 1, 0), (12, 9)),
+    "past the padded limit": (16, 4, 1, (3, 3), (1, 1, 1, 1), (600, 600)),
+}
+"""Stride-2 convs without dilation run on the four phases of their zero-padded input (conv.c's padded_conv_of) while
+those and the output grid take at most 4 Mi floats; 16 channels of 600x600 are past that and run in packed panels."""
+
+
+@pytest.mark.parametrize("case", list(STRIDE_TWO))
+def test_stride_two_conv_on_the_phases_of_a_padded_input(case: str) -> None:
+    cin, cout, group, kernel, pads, size = STRIDE_TWO[case]
+    rng = np.random.default_rng(len(case))
+    weights = rng.standard_normal((cout, cin // group, *kernel)).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    model = single_node("Conv", [1, cin, *size], {"w": weights, "b": bias}, ["w", "b"], group=group, strides=[2, 2],
+                        pads=[pads[0], pads[1], pads[2], pads[3]])
+    x = rng.standard_normal((1, cin, *size)).astype(np.float32)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    assert actual.shape == expected.shape and relative_error(expected, actual) <= TOLERANCE
+
+
 CONV_TRANSPOSES = [  # (channels in, out, group, kernel, strides, pads, dilations, output padding, size)
     (24, 24, 1, 2, 2, 0, 1, 0, 9), (24, 1, 1, 2, 2, 0, 1, 0, 7), (8, 6, 1, 3, 2, 1, 1, 1, 6),
     (8, 12, 2, 3, 1, 1, 2, 0, 5), (5, 7, 1, 4, 3, 2, 1, 2, 4),

@@ -46,15 +46,18 @@ def _kernel2d(kernel: Sequence[int]) -> list[int]:
 
 def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
                       begin: Sequence[int], dilations: Sequence[int]) -> int:
-    """conv.c's padded plane for a depthwise conv of fewer than 4 vectors of output columns, with 16-lane vectors
-    (the widest build): the zero-padded input plane and whole-vector output rows; 0 for wider planes."""
+    """depthwise.c's scratch for a depthwise conv of fewer than 4 vectors of output columns, with 16-lane vectors (the
+    widest build): the zero-padded input plane and whole-vector output rows, or, for the planes it runs a block of
+    channels at a time, the padded planes, taps and outputs of 16 channels interleaved; 0 for wider planes."""
     lanes = PANEL_COLUMNS // 2
     if out[1] >= 4 * lanes:
         return 0
     whole = -(-out[1] // lanes) * lanes
     rows = max((out[0] - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1, begin[0] + size[0])
     cols = max(whole * strides[1] + (kernel[1] - 1) * dilations[1], begin[1] + size[1])
-    return 4 * (rows * cols + out[0] * whole)
+    blocked_cols = max((out[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1, begin[1] + size[1])
+    return 4 * max(rows * cols + out[0] * whole,
+                   lanes * (rows * blocked_cols + kernel[0] * kernel[1] + out[0] * out[1]))
 
 
 PADDED_CONV_FLOATS = 4 << 20

@@ -293,12 +293,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
     float *y = (float *)n->out[0]->data;
     int64_t hw = s.h * s.w, ohw = s.oh * s.ow, k = s.cg * s.kh * s.kw;
     if (is_depthwise(&s)) {
-        for (int64_t b = 0; b < s.n; b++)
-            for (int64_t c = 0; c < s.c; c++) {
-                const float *plane = x + (b * s.c + c) * hw, *weights = w + c * s.kh * s.kw;
-                float channel_bias = bias ? bias[c] : 0.0f, *out = y + (b * s.m + c) * ohw;
-                ep_depthwise_plane(&s, plane, weights, channel_bias, out, ctx->scratch);
-            }
+        for (int64_t b = 0; b < s.n; b++) ep_depthwise(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx->scratch);
         return EP_OK;
     }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);

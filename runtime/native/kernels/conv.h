@@ -26,7 +26,8 @@ void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t
 
 /* The scratch a depthwise conv takes, in floats (0 for planes run in place). */
 size_t ep_depthwise_scratch_floats(const conv_shape *s);
-/* One channel's plane x into y: bias plus the taps of its kernel w, then the activation. */
-void ep_depthwise_plane(const conv_shape *s, const float *x, const float *w, float bias, float *y, float *scratch);
+/* One image's depthwise conv, x into y: each channel's bias (bias may be NULL) plus the taps of its kernel in w, then
+   the activation. */
+void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y, float *scratch);
 
 #endif

@@ -36,11 +36,14 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
     (3, 16, 1, 3, 1, 1, 1, 40), (3, 16, 1, 3, 2, 0, 1, 37), (8, 12, 4, 3, 1, 1, 2, 23), (16, 96, 1, 3, 1, 0, 1, 5),
     (16, 80, 1, 1, 1, 0, 1, 3), (5, 7, 1, 1, 1, 0, 1, 33), (13, 70, 1, 3, 1, 1, 1, 2), (10, 64, 2, 3, 2, 1, 1, 3),
     (16, 16, 16, 5, 2, 2, 1, 14), (4, 4, 4, 3, 2, 0, 1, 9), (8, 8, 8, 3, 1, 1, 1, 70), (6, 6, 6, 5, 2, 2, 1, 131),
+    (8, 8, 8, 3, 1, 1, 1, 37), (20, 20, 20, 5, 1, 2, 1, 9),
 ]
-"""The first four and the last four are depthwise: planes narrower than four vectors of output columns run
-zero-padded in the scratch (among them 5x5 with stride 2, and no padding at all), the last two in place (stride 1
-and 2). The two before the last four are narrow (fewer output positions than a panel's columns, 32 or more output
-channels per group): odd K, rows and positions that leave partial blocks."""
+"""The first four, the four after the two narrow ones, and the last two are depthwise. Planes narrower than four
+vectors of output columns run on their zero-padded input in the scratch: with stride 1 up to 1.5 vectors of columns,
+and under 5x5 kernels (stride 2 too), a block of channels at a time with one channel per lane (20 channels: a whole
+and a partial block); the others (3x3 with stride 2, with no padding at all, and 3x3 planes of 40 columns) one
+plane at a time. Two are wider and run in place (stride 1 and 2). The narrow two (fewer output positions than a
+panel's columns, 32 or more output channels per group) have odd K, rows and positions that leave partial blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)

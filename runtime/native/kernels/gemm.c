@@ -109,6 +109,8 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
     }
 }
 
+/* A partial tile (rows x cols of it), or one whose activation has no vector form here, stored through the epilogue,
+   the activation a row at a time (ep_activate_row: Sigmoid in vectors too). */
 static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, int64_t cols, int64_t i0, float *c,
                        int64_t ldc, const ep_epilogue *e) {
     for (int64_t r = 0; r < rows; r++) {
@@ -116,9 +118,9 @@ static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, in
         float bias = e->row_bias ? e->row_bias[i0 + r] : 0.0f;
         for (int64_t j = 0; j < cols; j++) {
             float v = e->alpha * acc[r][j] + bias;
-            if (e->accumulate) v += out[j];
-            out[j] = ep_activate(e->act, v, e->act_a, e->act_b);
+            out[j] = e->accumulate ? v + out[j] : v;
         }
+        ep_activate_row(e->act, out, out, cols, e->act_a, e->act_b);
     }
 }
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
+from edgepack.runtime.native.epk import Tensor
+
 from ..values import Runtime, attributes
 from . import dtype_of, emitter, shape_of, unsupported
 from .nn_ops import _kernel2d, _spatial_params
@@ -15,7 +17,7 @@ from .nn_ops import _kernel2d, _spatial_params
 if TYPE_CHECKING:
     from ..lower import Lowering
 
-QUANTIZE, DEQUANTIZE, DYNAMIC = 0, 1, 2
+QUANTIZE, DEQUANTIZE, DYNAMIC, ROUND_TRIP = 0, 1, 2, 3
 
 
 def _optional(inputs: list[Any], index: int) -> Any:
@@ -32,10 +34,35 @@ def emit_linear_quantization(lw: Lowering, node: onnx.NodeProto, inputs: list[An
     block = int(attrs.get("block_size", 0))
     if int(np.prod(shape_of(scale))) != 1 and block == 0 and len(shape_of(scale)) != 1:
         raise unsupported(node, "per-axis scales must be 1-D")
+    if node.op_type == "DequantizeLinear" and block == 0 and _round_trip(lw, x, scale, _optional(inputs, 2)):
+        lw.tensors[x.index] = Tensor(node.output[0], "float32", x.shape)
+        return [Runtime(x.index, "float32", x.shape)]
     out, = lw.outputs(node, inputs)
     mode = QUANTIZE if node.op_type == "QuantizeLinear" else DEQUANTIZE
     lw.emit("Quantize", [x, scale, _optional(inputs, 2)], [out], [mode, axis, block])
     return [out]
+
+
+def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
+    """Whether this DequantizeLinear of x undoes the QuantizeLinear just emitted, which nothing else reads, with the
+    same single scale and zero point (a QDQ model's pair around every activation); if so that op now gives the
+    pair's float32 result in one pass (mode ROUND_TRIP) and x is that output."""
+    if not isinstance(x, Runtime) or not lw.ops or zero is None or isinstance(scale, Runtime) or \
+            isinstance(zero, Runtime) or np.size(scale) != 1:
+        return False
+    quantize = lw.ops[-1]
+    name = lw.tensors[x.index].name
+    if quantize.kind != "Quantize" or quantize.params[::2] != [QUANTIZE, 0] or quantize.outputs != [x.index] or \
+            len(quantize.inputs) < 3 or quantize.inputs[2] is None or lw.uses.get(name, 0) != 1 or \
+            name in lw.graph_outputs:
+        return False
+    held_scale, held_zero = (lw.tensors[i].data for i in quantize.inputs[1:3])
+    if held_scale is None or held_zero is None or held_zero.dtype != np.asarray(zero).dtype or \
+            held_scale.size != 1 or held_scale.reshape(()) != np.asarray(scale).reshape(()) or \
+            held_zero.reshape(()) != np.asarray(zero).reshape(()):
+        return False
+    quantize.params[0] = ROUND_TRIP
+    return True
 
 
 @emitter("DynamicQuantizeLinear")

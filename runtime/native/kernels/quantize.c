@@ -1,11 +1,13 @@
 /* Linear quantization over run-time tensors. Quantize: mode 0 QuantizeLinear (float32 -> int8/uint8), mode 1
    DequantizeLinear (int8/uint8/int32 -> float32), mode 2 DynamicQuantizeLinear (float32 -> uint8, scale, zero
-   point); scales per tensor (one), per axis (1-D along `axis`) or in blocks of `block` along `axis` (the input's
-   shape with ceil(length / block) there). Requantize: an int32 accumulator (plus an int32 bias per channel) times
-   a_scale * b_scale[channel] / y_scale, rounded half to even, plus the zero point, saturated. */
+   point), mode 3 QuantizeLinear then DequantizeLinear with the same scale and zero point (float32 -> float32, one
+   scale, a zero point whose dtype gives the range: the pair's result in one pass); scales per tensor (one), per
+   axis (1-D along `axis`) or in blocks of `block` along `axis` (the input's shape with ceil(length / block) there).
+   Requantize: an int32 accumulator (plus an int32 bias per channel) times a_scale * b_scale[channel] / y_scale,
+   rounded half to even, plus the zero point, saturated. */
 #include "../ep_internal.h"
 
-enum { QUANTIZE, DEQUANTIZE, DYNAMIC };
+enum { QUANTIZE, DEQUANTIZE, DYNAMIC, ROUND_TRIP };
 
 static int is_byte(int32_t dtype) { return dtype == EP_I8 || dtype == EP_U8; }
 
@@ -71,6 +73,9 @@ static ep_status check_quantize(const ep_node *n, size_t *scratch, char *error) 
         if ((!is_byte(x->dtype) && x->dtype != EP_I32) || y->dtype != EP_F32)
             return ep_fail(error, n, ": int8, uint8 or int32 in, float32 out");
         if (zero && zero->dtype != x->dtype) return ep_fail(error, n, ": zero points must be of the input's dtype");
+    } else if (mode == ROUND_TRIP) {
+        if (x->dtype != EP_F32 || y->dtype != EP_F32 || !zero || !is_byte(zero->dtype) || scale->count != 1 || block)
+            return ep_fail(error, n, ": float32 in and out, one scale and an int8 or uint8 zero point");
     } else {
         return ep_fail(error, n, ": unknown mode");
     }
@@ -96,20 +101,33 @@ static int64_t scale_index(const layout *l, int64_t o, int64_t a, int64_t r) {
 /* ROUND_MAGIC added then taken away rounds a float of magnitude below 2^22 half to even, in any vector unit. */
 #define ROUND_MAGIC 12582912.0f
 
-/* One scale and zero point for the whole tensor, float32 to a byte: loops the compiler vectorizes. x / scale is
-   clamped into [-2^21, 2^21] first (NaN to the low end, as store_quantized), so the rounding trick holds and the
-   saturation bounds it. */
+/* x quantized with one scale and zero point into [low, high], the byte as a float: x / scale is clamped into
+   [-2^21, 2^21] first (NaN to the low end, as store_quantized), so the rounding trick holds and the saturation bounds
+   it. Inline, for the loops below to vectorize. */
+static inline float quantized_value(float x, float scale, float zero, float low, float high) {
+    float v = x / scale;
+    v = v == v ? v : -2097152.0f;
+    v = v < -2097152.0f ? -2097152.0f : (v > 2097152.0f ? 2097152.0f : v);
+    v = (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
+    return v < low ? low : (v > high ? high : v);
+}
+
+/* One scale and zero point for the whole tensor, float32 to a byte. */
 static void quantize_per_tensor(const float *x, void *y, int32_t dtype, int64_t count, float scale, float zero) {
     float low = dtype == EP_I8 ? -128.0f : 0.0f, high = dtype == EP_I8 ? 127.0f : 255.0f;
-    for (int64_t i = 0; i < count; i++) {
-        float v = x[i] / scale;
-        v = v == v ? v : -2097152.0f;
-        v = v < -2097152.0f ? -2097152.0f : (v > 2097152.0f ? 2097152.0f : v);
-        v = (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
-        v = v < low ? low : (v > high ? high : v);
-        if (dtype == EP_I8) ((int8_t *)y)[i] = (int8_t)(int32_t)v;
-        else ((uint8_t *)y)[i] = (uint8_t)(int32_t)v;
-    }
+    if (dtype == EP_I8)
+        for (int64_t i = 0; i < count; i++)
+            ((int8_t *)y)[i] = (int8_t)(int32_t)quantized_value(x[i], scale, zero, low, high);
+    else
+        for (int64_t i = 0; i < count; i++)
+            ((uint8_t *)y)[i] = (uint8_t)(int32_t)quantized_value(x[i], scale, zero, low, high);
+}
+
+/* Mode ROUND_TRIP: the value quantize_per_tensor stores, less the zero point, times the scale, as DequantizeLinear
+   gives it (the difference of two integers below 2^24 is exact in float32). */
+static void round_trip_per_tensor(const float *x, float *y, int32_t dtype, int64_t count, float scale, float zero) {
+    float low = dtype == EP_I8 ? -128.0f : 0.0f, high = dtype == EP_I8 ? 127.0f : 255.0f;
+    for (int64_t i = 0; i < count; i++) y[i] = (quantized_value(x[i], scale, zero, low, high) - zero) * scale;
 }
 
 static void dequantize_per_tensor(const void *x, int32_t dtype, float *y, int64_t count, float scale, int32_t zero) {
@@ -122,6 +140,11 @@ static void dequantize_per_tensor(const void *x, int32_t dtype, float *y, int64_
 static void convert(const ep_node *n, int mode) {
     const ep_tensor *x = n->in[0], *scale = n->in[1], *zero = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
     layout l = layout_of(x, scale, n->params[1], n->params[2]);
+    if (mode == ROUND_TRIP) {
+        round_trip_per_tensor((const float *)x->data, (float *)y->data, zero->dtype, x->count,
+                              *(const float *)scale->data, (float)zero_at(zero, 0));
+        return;
+    }
     if (l.per_tensor && mode == QUANTIZE && x->dtype == EP_F32 && is_byte(y->dtype)) {
         quantize_per_tensor((const float *)x->data, y->data, y->dtype, x->count, *(const float *)scale->data,
                             (float)zero_at(zero, 0));

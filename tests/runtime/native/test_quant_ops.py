@@ -182,3 +182,37 @@ def test_qlinear_conv_per_channel_zero_points_and_1d(w_type: str) -> None:
     check("QLinearConv", {"x": ints(w_type, (1, 3, 11)), "sx": scales(()), "zx": ints(w_type, ()),
                           "w": ints(w_type, (4, 3, 3)), "sw": scales((4,)), "zw": w_zero,
                           "sy": np.array(0.8, np.float32), "zy": np.array(2, w_type)}, pads=[2, 1], strides=[2])
+
+
+def quantize_round_trip(dtype: str, zero: int, extra_reader: bool) -> onnx.ModelProto:
+    """x -> QuantizeLinear -> DequantizeLinear (one scale and zero point) -> y; with `extra_reader`, the quantized
+    tensor is a model output too."""
+    scale = numpy_helper.from_array(np.array(0.037, np.float32), "scale")
+    zero_point = numpy_helper.from_array(np.array(zero, dtype), "zero")
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)]
+    if extra_reader:
+        outputs.append(helper.make_tensor_value_info("q", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 257])],
+                              outputs, [scale, zero_point])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(("dtype", "zero"), [("uint8", 131), ("int8", -3)])
+@pytest.mark.parametrize("extra_reader", [False, True], ids=["one pass", "quantized output kept"])
+def test_quantize_then_dequantize_in_one_pass(dtype: str, zero: int, extra_reader: bool) -> None:
+    """A QDQ model's pair around an activation runs as one Quantize op of mode 3 (float32 to float32), exactly as the
+    two ops, ties, saturation and NaN included; kept as two where something else reads the quantized tensor."""
+    from edgepack.compiler.lower import lower_to_plan
+
+    model = quantize_round_trip(dtype, zero, extra_reader)
+    modes = [op.params[0] for op in lower_to_plan(model, {"x": [3, 257]}).ops]
+    assert modes == ([0, 1] if extra_reader else [3])
+    x = (RNG.standard_normal((3, 257)) * 6).astype(np.float32)
+    x[0, :9] = [np.nan, np.inf, -np.inf, 0.5 * 0.037, 1.5 * 0.037, -2.5 * 0.037, 1e9, -1e9, -0.0]
+    expected = run_onnxruntime(model, {"x": x})
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})
+    np.testing.assert_array_equal(actual["y"], expected["y"])
+    if extra_reader:
+        np.testing.assert_array_equal(actual["q"], expected["q"])

@@ -22,6 +22,11 @@ clocks. Absolute times are this machine's, and other work shares it: read the ra
 
 max |diff|: the largest absolute difference between the two sides' outputs, over every output, on the timed input.
 
+compute floor: the plan's products (Conv and ConvTranspose: output or input elements times the taps of a group's
+channels; MatMul, PackedMatMul and Gemm: output elements times the contracted length; two FLOPs each) over the core's
+own matrix-product speed, measured after the blocks on a 512^3 MatMul plan (median of 30 calls): GFLOP, floor ms,
+and cpu ms / floor ms (how far the model runs from doing only its products at that speed).
+
 memory: edgepack's plan states its memory: the activation arena, the kernels' scratch and the weight blob (read in
 place), from the `.epk` header. Both sides are also measured the same way, each in a fresh Python process (spawned,
 one per side and model): with the runtime imported, the model or plan bytes and the inputs in memory and freed heap
@@ -49,14 +54,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+from gemm_vs_openblas import matmul_model
 from rich.console import Console
 from rich.table import Table
 
 from edgepack import samples
-from edgepack.compiler.lower import lower
+from edgepack.compiler.lower import lower_to_plan
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
+from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession, library
 
 Feeds = dict[str, np.ndarray]
@@ -76,6 +83,8 @@ class Case:
     """The slimmed model, serialized for onnxruntime."""
     plan: bytes
     feeds: Feeds
+    flops: float
+    """The plan's multiply-adds of Conv, ConvTranspose, MatMul, PackedMatMul and Gemm, times two."""
     blocks: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     """Median seconds per call, one per block, by clock and side."""
     growth: dict[str, int] = field(default_factory=dict)
@@ -93,7 +102,39 @@ def serialized(model: onnx.ModelProto) -> bytes:
 def load_case(name: str, seed: int) -> Case:
     model = slim(check_model(load_model(samples.path(name)).model, name))[0]
     feeds = samples.feeds(name, seed)
-    return Case(name, serialized(model), lower(model, {key: value.shape for key, value in feeds.items()}), feeds)
+    plan = lower_to_plan(model, {key: value.shape for key, value in feeds.items()})
+    return Case(name, serialized(model), epk.write(plan), feeds, product_flops(plan))
+
+
+def product_flops(plan: epk.Plan) -> float:
+    """2 x the multiply-adds of the plan's products: Conv (output elements x input channels per group x kernel
+    taps), ConvTranspose (input elements x output channels per group x taps), MatMul, PackedMatMul and Gemm (output
+    elements x the contracted length)."""
+    total = 0
+    for op in plan.ops:
+        shapes = [plan.tensors[i].shape if i is not None else () for i in op.inputs]
+        out = plan.tensors[op.outputs[0]].shape if op.outputs else ()
+        if op.kind == "Conv":
+            total += math.prod(out) * math.prod(shapes[1][1:])
+        elif op.kind == "ConvTranspose":
+            total += math.prod(shapes[0]) * math.prod(shapes[1][1:])
+        elif op.kind in ("MatMul", "PackedMatMul"):
+            total += math.prod(out) * shapes[0][-1]
+        elif op.kind == "Gemm":
+            total += math.prod(out) * (shapes[0][0] if op.params[0] else shapes[0][-1])
+    return 2.0 * total
+
+
+PEAK_SIZE = (512, 512, 512)
+
+
+def measured_peak(runs: int = 30) -> float:
+    """The C core's matrix-product speed on this machine, in FLOP/s: a 512^3 MatMul plan (gemm_vs_openblas.py's),
+    median of `runs` calls."""
+    model, x = matmul_model(PEAK_SIZE)
+    run = NativeSession(epk.write(lower_to_plan(model, {"x": x.shape}))).run
+    run({"x": x})
+    return 2.0 * math.prod(PEAK_SIZE) / statistics.median(timed(run, {"x": x}, runs)["wall"])
 
 
 def ort_session(model: bytes) -> Run:
@@ -201,23 +242,28 @@ def geometric_mean(values: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_note: str) -> None:
+def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_note: str, peak: float) -> None:
     table = Table(title="edgepack cpu (C core, ctypes) vs onnxruntime (CPU EP, ORT_ENABLE_ALL), 1 thread",
                   title_justify="left", caption=runs_note, caption_justify="left")
     for column in ("model", "input", "cpu ms", "ort ms", "cpu / ort, wall (block range)", "cpu / ort, CPU time",
-                   "max |diff|"):
+                   "max |diff|", "GFLOP", "floor ms", "cpu / floor"):
         table.add_column(column, justify="left" if column in ("model", "input") else "right")
     for case in cases:
         wall = case.blocks["wall"]
         spread = [a / b for a, b in zip(wall["cpu"], wall["onnxruntime"])]
         shapes = ", ".join("x".join(map(str, v.shape)) or "scalar" for v in case.feeds.values())
+        floor = case.flops / peak
         table.add_row(case.name, shapes, *(f"{statistics.median(wall[side]) * 1000:.3f}" for side in SIDES),
                       f"{ratio(case, 'wall'):.2f} ({min(spread):.2f}-{max(spread):.2f})", f"{ratio(case, 'cpu'):.2f}",
-                      f"{diffs[case.name]:.2e}")
+                      f"{diffs[case.name]:.2e}", f"{case.flops / 1e9:.3f}", f"{floor * 1000:.3f}",
+                      f"{statistics.median(wall['cpu']) / floor:.2f}" if floor else "-")
     geomeans = {clock: geometric_mean([ratio(case, clock) for case in cases]) for clock in CLOCKS}
     table.add_section()
-    table.add_row("geometric mean", "", "", "", f"{geomeans['wall']:.2f}", f"{geomeans['cpu']:.2f}", "")
+    table.add_row("geometric mean", "", "", "", f"{geomeans['wall']:.2f}", f"{geomeans['cpu']:.2f}", "", "", "", "")
     console.print(table)
+    console.print(f"compute floor: a model's products (Conv, ConvTranspose, MatMul, Gemm) at the core's measured "
+                  f"matrix-product speed, {peak / 1e9:.1f} GFLOP/s (a {'x'.join(map(str, PEAK_SIZE))} MatMul plan, "
+                  f"one thread; see gemm_vs_openblas.py for it beside OpenBLAS)")
     for clock, label in (("wall", "wall time"), ("cpu", "CPU time")):
         console.print(f"target (issue 5): geometric mean of cpu / onnxruntime latency <= {TARGET}x; on {label}: "
                       f"{geomeans[clock]:.2f}x, {'holds' if geomeans[clock] <= TARGET else 'does not hold'}")
@@ -259,7 +305,7 @@ def main() -> None:
         time_blocks(case, args.blocks, args.block_ms / 1000, args.warmup)
     report(console, cases, diffs, f"onnxruntime {ort.__version__}; ms are wall time; medians of {args.blocks} "
                                   f"interleaved blocks of about {args.block_ms:.0f} ms per side, fresh sessions per "
-                                  f"block, {args.warmup} warmup calls each")
+                                  f"block, {args.warmup} warmup calls each", measured_peak())
 
 
 if __name__ == "__main__":

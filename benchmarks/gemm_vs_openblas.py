@@ -89,8 +89,8 @@ def levels() -> list[str | None]:
     return found
 
 
-def matmul_plan(size: tuple[int, int, int], folder: Path) -> tuple[Path, list[Path]]:
-    """The one-MatMul plan for `size` and its input x, saved in `folder`."""
+def matmul_model(size: tuple[int, int, int]) -> tuple[onnx.ModelProto, np.ndarray]:
+    """The one-MatMul model for `size` (M, K, N) and its input x."""
     m, k, n = size
     rng = np.random.default_rng(0)
     weight = numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32), "w")
@@ -99,10 +99,16 @@ def matmul_plan(size: tuple[int, int, int], folder: Path) -> tuple[Path, list[Pa
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [weight])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
-    plan = lower(model, {"x": (m, k)})
+    return model, rng.standard_normal((m, k)).astype(np.float32)
+
+
+def matmul_plan(size: tuple[int, int, int], folder: Path) -> tuple[Path, list[Path]]:
+    """The one-MatMul plan for `size` and its input x, saved in `folder`."""
+    model, x = matmul_model(size)
+    plan = lower(model, {"x": x.shape})
     path = folder / "plan.epk"
     path.write_bytes(plan)
-    return path, save_inputs(folder, ports(plan)[0], {"x": rng.standard_normal((m, k)).astype(np.float32)})
+    return path, save_inputs(folder, ports(plan)[0], {"x": x})
 
 
 def ours_ms(runner: Path, pair: Pair, calls: int) -> float:

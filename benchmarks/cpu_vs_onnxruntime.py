@@ -129,12 +129,12 @@ PEAK_SIZE = (512, 512, 512)
 
 
 def measured_peak(runs: int = 30) -> float:
-    """The C core's matrix-product speed on this machine, in FLOP/s: a 512^3 MatMul plan (gemm_vs_openblas.py's),
-    median of `runs` calls."""
-    model, x = matmul_model(PEAK_SIZE)
-    run = NativeSession(epk.write(lower_to_plan(model, {"x": x.shape}))).run
-    run({"x": x})
-    return 2.0 * math.prod(PEAK_SIZE) / statistics.median(timed(run, {"x": x}, runs)["wall"])
+    """The C core's matrix-product speed on this machine, in FLOP/s: a 512^3 MatMul plan (gemm_vs_openblas.py's, B
+    packed per call), median of `runs` calls."""
+    model, feeds = matmul_model(PEAK_SIZE)
+    run = NativeSession(epk.write(lower_to_plan(model, {name: value.shape for name, value in feeds.items()}))).run
+    run(feeds)
+    return 2.0 * math.prod(PEAK_SIZE) / statistics.median(timed(run, feeds, runs)["wall"])
 
 
 def ort_session(model: bytes) -> Run:

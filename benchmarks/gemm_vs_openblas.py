@@ -2,10 +2,11 @@
 
     python benchmarks/gemm_vs_openblas.py [--blocks 7] [--block-ms 150] [MxKxN ...]
 
-edgepack: a one-node ONNX model, MatMul of input x [M, K] by a constant weight [K, N] (standard normal, seed 0),
-lowered to an `.epk` plan and run by the profiling `ep_run` built for the instruction set (static, `-O3
--march=LEVEL`, the flags the host core takes but for the level), so one call is the MatMul kernel as a model runs
-it: B packed into panels (or read in place where its rows allow) and the register-blocked micro-kernel.
+edgepack: a one-node ONNX model, MatMul of input x [M, K] by input w [K, N] (standard normal, seed 0), lowered to
+an `.epk` plan and run by the profiling `ep_run` built for the instruction set (static, `-O3 -march=LEVEL`, the
+flags the host core takes but for the level), so one call is the MatMul kernel on a B it has not seen: B packed
+into panels on every call (or read in place where its rows allow) and the register-blocked micro-kernel. (A
+constant weight is packed once, at plan time, into PackedMatMul: that is faster, and not what sgemm does.)
 OpenBLAS: numpy's `x @ w` into a preallocated output (cblas_sgemm of the OpenBLAS numpy ships), in a worker
 process with OPENBLAS_NUM_THREADS=1 and OPENBLAS_CORETYPE set to the same instruction set's kernels (Haswell for
 AVX2/FMA, SkylakeX for AVX-512; on ARM64 OpenBLAS's own choice). The core OpenBLAS reports is printed.
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from rich.console import Console
 from rich.table import Table
 
@@ -89,26 +90,28 @@ def levels() -> list[str | None]:
     return found
 
 
-def matmul_model(size: tuple[int, int, int]) -> tuple[onnx.ModelProto, np.ndarray]:
-    """The one-MatMul model for `size` (M, K, N) and its input x."""
+def matmul_model(size: tuple[int, int, int]) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The one-MatMul model for `size` (M, K, N), both operands inputs (so that B is packed on every call, as sgemm
+    packs it), and its feeds (standard normal, seed 0)."""
     m, k, n = size
     rng = np.random.default_rng(0)
-    weight = numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32), "w")
     graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "gemm",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [weight])
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k]),
+                               helper.make_tensor_value_info("w", TensorProto.FLOAT, [k, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
-    return model, rng.standard_normal((m, k)).astype(np.float32)
+    return model, {"x": rng.standard_normal((m, k)).astype(np.float32),
+                   "w": rng.standard_normal((k, n)).astype(np.float32)}
 
 
 def matmul_plan(size: tuple[int, int, int], folder: Path) -> tuple[Path, list[Path]]:
-    """The one-MatMul plan for `size` and its input x, saved in `folder`."""
-    model, x = matmul_model(size)
-    plan = lower(model, {"x": x.shape})
+    """The one-MatMul plan for `size` and its inputs, saved in `folder`."""
+    model, feeds = matmul_model(size)
+    plan = lower(model, {name: value.shape for name, value in feeds.items()})
     path = folder / "plan.epk"
     path.write_bytes(plan)
-    return path, save_inputs(folder, ports(plan)[0], {"x": x})
+    return path, save_inputs(folder, ports(plan)[0], feeds)
 
 
 def ours_ms(runner: Path, pair: Pair, calls: int) -> float:

@@ -248,8 +248,8 @@ static int32_t *direct_offsets(const conv_shape *s, const ep_context *ctx) {
     return offsets;
 }
 
-/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of the padded width, all of it
-   read in place, then the grid's first ow columns of each row copied out. */
+/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of
+   the padded width, all of it read in place, then the grid's first ow columns of each row copied out. */
 static void run_padded(const conv_shape *s, const padded_conv *p, const float *xg, const float *wg, float *yg,
                        const ep_epilogue *e, float *scratch) {
     float *input = scratch, *grid = scratch + p->input;

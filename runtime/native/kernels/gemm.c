@@ -178,13 +178,12 @@ static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t i0, float *c,
     return 1;
 }
 
-/* B's row kk: a packed panel's (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1); inlined into
-   each caller with `direct` a constant. */
+/* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
+   inlined into each caller with `direct` a constant. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
-                                                               int direct,
-                                                               int64_t i0, int64_t rows_left, int64_t cols, float *c,
-                                                               int64_t ldc, const ep_epilogue *e) {
+                                                               int direct, int64_t i0, int64_t rows_left, int64_t cols,
+                                                               float *c, int64_t ldc, const ep_epilogue *e) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = splat(0.0f);
@@ -207,8 +206,8 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
 }
 #else
 static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
-                         const int32_t *offsets, int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c, int64_t ldc,
-                         const ep_epilogue *e) {
+                         const int32_t *offsets, int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c,
+                         int64_t ldc, const ep_epilogue *e) {
     float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;

@@ -92,7 +92,8 @@ static void transpose_tiled(const uint32_t *src, uint32_t *dst, int32_t rank, co
                 int64_t r1 = r0 + TRANSPOSE_TILE < rows ? r0 + TRANSPOSE_TILE : rows;
                 int64_t c1 = c0 + TRANSPOSE_TILE < cols ? c0 + TRANSPOSE_TILE : cols;
                 for (int64_t r = r0; r < r1; r++)
-                    for (int64_t col = c0; col < c1; col++) dst[out + r * row_out + col] = src[in + r + col * col_stride];
+                    for (int64_t col = c0; col < c1; col++)
+                        dst[out + r * row_out + col] = src[in + r + col * col_stride];
             }
         for (int32_t i = rank - 2; i >= 0; i--) {
             if (i == q) continue;

@@ -1,7 +1,7 @@
 /* Depthwise convs, one channel's plane at a time: along each output row in vectors of lanes where every tap is
    inside the input, the edges column by column; a plane narrower than four vectors of output columns is first
-   zero-padded into the scratch, so that all of it takes the vector path. The narrowest planes, and narrow ones
-   under 5x5 kernels, run instead a block of channels at a time, one channel per lane. */
+   zero-padded into the scratch, so that all of it takes the vector path. Of those, stride-1 planes up to 1.5 vectors
+   of columns and planes under kernels of 5x5 or more run instead a block of channels at a time, one per lane. */
 #include "conv.h"
 
 /* Output columns [lo, hi) of one output row, every tap inside the input's columns, kernel rows [ky0, ky1): bias

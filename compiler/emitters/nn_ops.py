@@ -183,10 +183,31 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     weight = inputs[1]
     if lw.packed_weights and isinstance(weight, np.ndarray) and weight.ndim == 2 and n > 0 and \
             int(np.prod(a[:-1])) > GEMV_ROWS:
-        lw.emit("PackedMatMul", [inputs[0], lw.reshaped_weight(weight, "packed", packed_panels)], [out], [n])
+        packed = lw.reshaped_weight(weight, "packed", packed_panels)
+        lw.emit("PackedMatMul", [inputs[0], packed], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])
         return [out]
     lw.emit("MatMul", inputs, [out], [], lw.gemm_scratch(k, n))
     return [out]
+
+
+def _packed_gemm(lw: Lowering, inputs: list[Any], attrs: dict[str, Any], out: Runtime) -> bool:
+    """Emits Gemm as PackedMatMul where it is one: a constant B (either layout), no transA, alpha 1, A of over 4
+    rows, and C absent or a constant row of N (beta 1); whether it did."""
+    a, weight = inputs[0], inputs[1]
+    c = inputs[2] if len(inputs) > 2 else None
+    n = out.shape[1]
+    if not lw.packed_weights or not isinstance(weight, np.ndarray) or attrs.get("transA", 0) or \
+            attrs.get("alpha", 1.0) != 1.0 or shape_of(a)[0] <= GEMV_ROWS or n == 0:
+        return False
+    if c is not None and (isinstance(c, Runtime) or attrs.get("beta", 1.0) != 1.0 or
+                          np.shape(c) not in ((n,), (1, n))):
+        return False
+    trans_b = attrs.get("transB", 0)
+    packed = lw.reshaped_weight(weight, "packed transposed" if trans_b else "packed",
+                                lambda w: packed_panels(np.ascontiguousarray(w.T) if trans_b else w))
+    bias = None if c is None else np.asarray(c, np.float32).reshape(n)
+    lw.emit("PackedMatMul", [a, packed, bias], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])
+    return True
 
 
 @emitter("Gemm")
@@ -195,6 +216,8 @@ def emit_gemm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
         raise unsupported(node, "float32 only")
     attrs = attributes(node)
     out, = lw.outputs(node, inputs)
+    if _packed_gemm(lw, inputs, attrs, out):
+        return [out]
     a = shape_of(inputs[0])
     k = a[0] if attrs.get("transA", 0) else a[1]
     trans_b = attrs.get("transB", 0)

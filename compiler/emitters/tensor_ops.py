@@ -129,17 +129,21 @@ def emit_unary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     return [out]
 
 
+ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 1}
+"""The ops with a fused activation, and where it sits in their parameters (then its a and b)."""
+
+
 def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float, b: float) -> bool:
-    """Folds the activation into the Conv or Gemm just emitted when it is that op's only reader."""
+    """Folds the activation into the Conv, Gemm or PackedMatMul just emitted when it is that op's only reader."""
     if not isinstance(source, Runtime) or not lw.ops:
         return False
     producer = lw.ops[-1]
     name = lw.tensors[source.index].name
-    if producer.kind not in ("Conv", "Gemm", "ConvTranspose") or producer.outputs != [source.index]:
+    if producer.kind not in ACTIVATION_PARAM or producer.outputs != [source.index]:
         return False
     if lw.uses.get(name, 0) != 1 or name in lw.graph_outputs:
         return False
-    act = 4 if producer.kind == "Gemm" else 12  # where the activation sits in the op's parameters
+    act = ACTIVATION_PARAM[producer.kind]
     if producer.params[act] != ACTIVATIONS["None"]:
         return False
     producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(a), F32(b)]

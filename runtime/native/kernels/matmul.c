@@ -162,13 +162,17 @@ static ep_status run_gemm(const ep_node *n, const ep_context *ctx) {
     return EP_OK;
 }
 
-/* PackedMatMul: A [..., M, K] by B packed at plan time ([ceil(N / 32), K, 32], see ep_gemm_prepacked); param N. */
+/* PackedMatMul: A [..., M, K] by B packed at plan time ([ceil(N / 32), K, 32], see ep_gemm_prepacked), plus an
+   optional bias per column ([N]); params N, activation, activation a, activation b. */
 static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *error) {
-    ep_status status = ep_expect(n, 2, 2, 1, error);
+    ep_status status = ep_expect(n, 2, 3, 1, error);
     if (status != EP_OK) return status;
-    const ep_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
-    if (a->dtype != EP_F32 || b->dtype != EP_F32 || y->dtype != EP_F32) return ep_fail(error, n, ": float32 only");
-    if (n->n_params != 1 || a->rank < 1 || b->rank != 3 || y->rank != a->rank) return ep_fail(error, n, ": bad params");
+    const ep_tensor *a = n->in[0], *b = n->in[1], *bias = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
+    if (a->dtype != EP_F32 || b->dtype != EP_F32 || y->dtype != EP_F32 || (bias && bias->dtype != EP_F32))
+        return ep_fail(error, n, ": float32 only");
+    if (n->n_params != 4 || n->params[1] < 0 || n->params[1] >= EP_ACT_KINDS || a->rank < 1 || b->rank != 3 ||
+        y->rank != a->rank)
+        return ep_fail(error, n, ": bad params");
     int64_t k = a->dims[a->rank - 1], cols = n->params[0];
     if (cols < 1 || b->dims[0] != (cols + EP_PREPACKED_COLUMNS - 1) / EP_PREPACKED_COLUMNS || b->dims[1] != k ||
         b->dims[2] != EP_PREPACKED_COLUMNS)
@@ -176,17 +180,20 @@ static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *er
     for (int32_t d = 0; d + 1 < a->rank; d++)
         if (y->dims[d] != a->dims[d]) return ep_fail(error, n, ": wrong output shape");
     if (y->dims[y->rank - 1] != cols) return ep_fail(error, n, ": wrong output columns");
+    if (bias && bias->count != cols) return ep_fail(error, n, ": one bias per column");
     *scratch = 0;
     return EP_OK;
 }
 
 static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
     (void)ctx;
-    const ep_tensor *a = n->in[0], *y = n->out[0];
-    int64_t cols = n->params[0], k = a->dims[a->rank - 1];
-    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
-    ep_gemm_prepacked(y->count / cols, k, cols, (const float *)a->data, (const float *)n->in[1]->data,
-                      (float *)y->data, &e);
+    const ep_tensor *a = n->in[0], *bias = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
+    int64_t cols = n->params[0], k = a->dims[a->rank - 1], rows = y->count / cols;
+    float *out = (float *)y->data;
+    if (bias)
+        for (int64_t i = 0; i < rows; i++) ep_memcpy(out + i * cols, bias->data, (size_t)cols * sizeof(float));
+    ep_epilogue e = {0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
+    ep_gemm_prepacked(rows, k, cols, (const float *)a->data, (const float *)n->in[1]->data, out, &e);
     return EP_OK;
 }
 

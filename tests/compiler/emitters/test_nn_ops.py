@@ -1,5 +1,6 @@
-"""MatMul by a constant weight, lowered to PackedMatMul with the weight packed at plan time: the panel layout, when
-the lowering takes it, and the results of the cpu, wasm and neon (qemu) cores against onnxruntime."""
+"""MatMul and Gemm by a constant weight, lowered to PackedMatMul with the weight packed at plan time: the panel
+layout, when the lowering takes it (Gemm's bias and a following activation with it), and the results of the cpu,
+wasm and neon (qemu) cores against onnxruntime."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.compiler.emitters.nn_ops import PREPACKED_COLUMNS, packed_panels
 from edgepack.compiler.lower import lower_to_plan
+from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -66,22 +68,71 @@ def test_few_rows_and_plans_for_webgpu_keep_the_weight_as_it_is() -> None:
     assert op_kinds(matmul_by_weight([16, 8], weight), [16, 8], packed_weights=False) == ["MatMul"]
 
 
-def test_nodes_sharing_a_weight_share_its_transposed_and_packed_copy() -> None:
-    """Two Gemm (transB) and two MatMul nodes on one weight each: the plan holds one transposed and one packed copy
-    (an unrolled LSTM's 80 Gemms on 4 weights once made a 274 MB plan of a 19 MB model), and computes as onnxruntime."""
+@pytest.mark.parametrize(("rows", "kinds"), [(4, ["Gemm", "Gemm", "MatMul", "MatMul"]), (8, ["PackedMatMul"] * 4)])
+def test_nodes_sharing_a_weight_share_its_transposed_and_packed_copy(rows: int, kinds: list[str]) -> None:
+    """Two Gemm (transB) and two MatMul nodes on one weight each: the plan holds one transposed (4 rows) or packed
+    copy of each (an unrolled LSTM's 80 Gemms on 4 weights once made a 274 MB plan of a 19 MB model), and computes as
+    onnxruntime."""
     rng = np.random.default_rng(3)
     nodes = [helper.make_node("Gemm", ["x", "g"], ["g1"], transB=1),
              helper.make_node("Gemm", ["g1", "g"], ["g2"], transB=1),
              helper.make_node("MatMul", ["g2", "m"], ["m1"]), helper.make_node("MatMul", ["m1", "m"], ["y"])]
     weights = [numpy_helper.from_array(rng.standard_normal((24, 24)).astype(np.float32), name) for name in "gm"]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 24])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 24])], weights)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 24])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 24])], weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    plan = lower_to_plan(model, {"x": [8, 24]})
-    assert [op.kind for op in plan.ops] == ["Gemm", "Gemm", "PackedMatMul", "PackedMatMul"]
+    plan = lower_to_plan(model, {"x": [rows, 24]})
+    assert [op.kind for op in plan.ops] == kinds
     assert plan.ops[0].inputs[1] == plan.ops[1].inputs[1] and plan.ops[2].inputs[1] == plan.ops[3].inputs[1]
     assert sum(tensor.data is not None for tensor in plan.tensors) == 2
-    x = rng.standard_normal((8, 24)).astype(np.float32)
+    x = rng.standard_normal((rows, 24)).astype(np.float32)
     expected = run_onnxruntime(model, {"x": x})["y"]
     np.testing.assert_allclose(PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"], expected, rtol=1e-5,
                                atol=1e-5 * np.abs(expected).max())
+
+
+def gemm_by_weight(rows: int, trans_b: int, bias_shape: tuple[int, ...] | None, then_relu: bool = False,
+                   **attributes: float) -> onnx.ModelProto:
+    """Gemm of x [rows, 40] by a constant 40 x 70 weight (stored 70 x 40 with transB), with a constant C of
+    `bias_shape`, then a Relu if asked."""
+    rng = np.random.default_rng(rows + trans_b)
+    weight = rng.standard_normal((70, 40) if trans_b else (40, 70)).astype(np.float32)
+    constants = [numpy_helper.from_array(weight, "w")]
+    inputs = ["x", "w"]
+    if bias_shape is not None:
+        constants.append(numpy_helper.from_array(rng.standard_normal(bias_shape).astype(np.float32), "c"))
+        inputs.append("c")
+    nodes = [helper.make_node("Gemm", inputs, ["h" if then_relu else "y"], transB=trans_b, **attributes)]
+    if then_relu:
+        nodes.append(helper.make_node("Relu", ["h"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 40])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+GEMMS = {"transB, bias of N, Relu": (1, (70,), True), "bias of 1 x N": (0, (1, 70), False), "no bias": (1, None, False)}
+
+
+@pytest.mark.parametrize("case", list(GEMMS))
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
+def test_gemm_by_a_packed_weight_with_bias_and_activation(provider: str, case: str) -> None:
+    """Gemm by a constant weight lowers to PackedMatMul, the bias (C) added per column and a following Relu fused."""
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    trans_b, bias_shape, then_relu = GEMMS[case]
+    model = gemm_by_weight(9, trans_b, bias_shape, then_relu)
+    ops = lower_to_plan(model, {"x": [9, 40]}).ops
+    assert [op.kind for op in ops] == ["PackedMatMul"]
+    assert ops[0].params[1] == ACTIVATIONS["Relu" if then_relu else "None"]
+    x = np.random.default_rng(4).standard_normal((9, 40)).astype(np.float32)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_gemm_forms_packed_matmul_does_not_take_stay_gemm() -> None:
+    """alpha, beta, a C of M x N, or 4 rows keep the Gemm op."""
+    assert op_kinds(gemm_by_weight(9, 1, (70,), alpha=2.0), [9, 40]) == ["Gemm"]
+    assert op_kinds(gemm_by_weight(9, 1, (70,), beta=0.5), [9, 40]) == ["Gemm"]
+    assert op_kinds(gemm_by_weight(9, 0, (9, 70)), [9, 40]) == ["Gemm"]
+    assert op_kinds(gemm_by_weight(4, 0, (70,)), [4, 40]) == ["Gemm"]

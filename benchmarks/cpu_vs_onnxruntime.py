@@ -46,6 +46,7 @@ import math
 import multiprocessing
 import statistics
 import struct
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,7 +55,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from gemm_vs_openblas import matmul_model
 from rich.console import Console
 from rich.table import Table
 
@@ -65,6 +65,9 @@ from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession, library
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script, or imported by emx_onnx_cgen.py
+from benchmarks.gemm_vs_openblas import matmul_model  # noqa: E402
 
 Feeds = dict[str, np.ndarray]
 Run = Callable[[Feeds], dict[str, np.ndarray]]

@@ -44,6 +44,11 @@ def _kernel2d(kernel: Sequence[int]) -> list[int]:
     return [1, *kernel] if len(kernel) == 1 else list(kernel)
 
 
+def _padded_extent(out: int, stride: int, kernel: int, dilation: int, begin: int, size: int) -> int:
+    """conv.h's padded_extent: the rows (or columns) of a zero-padded input that `out` outputs read."""
+    return max((out - 1) * stride + (kernel - 1) * dilation + 1, begin + size)
+
+
 def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
                       begin: Sequence[int], dilations: Sequence[int]) -> int:
     """depthwise.c's scratch for a depthwise conv of fewer than 4 vectors of output columns, with 16-lane vectors (the
@@ -53,9 +58,9 @@ def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[
     if out[1] >= 4 * lanes:
         return 0
     whole = -(-out[1] // lanes) * lanes
-    rows = max((out[0] - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1, begin[0] + size[0])
+    rows = _padded_extent(out[0], strides[0], kernel[0], dilations[0], begin[0], size[0])
     cols = max(whole * strides[1] + (kernel[1] - 1) * dilations[1], begin[1] + size[1])
-    blocked_cols = max((out[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1, begin[1] + size[1])
+    blocked_cols = _padded_extent(out[1], strides[1], kernel[1], dilations[1], begin[1], size[1])
     return 4 * max(rows * cols + out[0] * whole,
                    lanes * (rows * blocked_cols + kernel[0] * kernel[1] + out[0] * out[1]))
 
@@ -73,8 +78,8 @@ def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: S
     if strides[1] != stride or kernel[0] * kernel[1] == 1 or stride not in (1, 2) or \
             (stride == 2 and list(dilations) != [1, 1]):
         return 0
-    rows = max((out[0] - 1) * stride + (kernel[0] - 1) * dilations[0] + 1, begin[0] + size[0])
-    cols = max((out[1] - 1) * stride + (kernel[1] - 1) * dilations[1] + 1, begin[1] + size[1])
+    rows = _padded_extent(out[0], stride, kernel[0], dilations[0], begin[0], size[0])
+    cols = _padded_extent(out[1], stride, kernel[1], dilations[1], begin[1], size[1])
     plane = -(-rows // stride) * -(-cols // stride)
     planes = channels * stride * stride
     if planes * plane + outputs * out[0] * -(-cols // stride) > PADDED_CONV_FLOATS:

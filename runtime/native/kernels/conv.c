@@ -102,9 +102,8 @@ static int padded_conv_of(const conv_shape *s, padded_conv *p) {
     if (s->sw != s->sh || s->kh * s->kw == 1 || is_depthwise(s) || is_narrow(s)) return 0;
     if (s->sw != 1 && (s->sw != 2 || s->dh != 1 || s->dw != 1)) return 0;
     p->stride = s->sw;
-    int64_t rows = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1, cols = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
-    rows = rows > s->pt + s->h ? rows : s->pt + s->h;
-    cols = cols > s->pl + s->w ? cols : s->pl + s->w;
+    int64_t rows = padded_extent(s->oh, s->sh, s->kh, s->dh, s->pt, s->h);
+    int64_t cols = padded_extent(s->ow, s->sw, s->kw, s->dw, s->pl, s->w);
     p->hp = (rows + p->stride - 1) / p->stride;
     p->wp = (cols + p->stride - 1) / p->stride;
     int64_t planes = s->cg * p->stride * p->stride;

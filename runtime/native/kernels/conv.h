@@ -19,6 +19,14 @@ static inline int64_t first_valid(int64_t offset, int64_t stride) {
 
 static inline int is_depthwise(const conv_shape *s) { return s->cg == 1 && s->mg == 1; }
 
+/* The rows (or columns) of a zero-padded input that `out` outputs read: as far as their last tap reaches, or the
+   padding before the input plus the input, whichever is more. */
+static inline int64_t padded_extent(int64_t out, int64_t stride, int64_t kernel, int64_t dilation, int64_t pad,
+                                    int64_t in) {
+    int64_t reach = (out - 1) * stride + (kernel - 1) * dilation + 1;
+    return reach > pad + in ? reach : pad + in;
+}
+
 /* `planes` input planes of x copied into padded (planes of hp x wp, the input at row pt and column pl), whose
    padded_floats are zeroed first. */
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,

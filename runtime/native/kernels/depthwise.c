@@ -80,8 +80,8 @@ static int is_blocked_depthwise(const conv_shape *s) {
 /* The padded plane (hp x wp, the input at row pt and column pl) and its output rows (owv columns: whole vectors). */
 static void padded_geometry(const conv_shape *s, int64_t *hp, int64_t *wp, int64_t *owv) {
     *owv = (s->ow + EP_GEMM_LANES - 1) / EP_GEMM_LANES * EP_GEMM_LANES;
-    int64_t rows = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1, cols = *owv * s->sw + (s->kw - 1) * s->dw;
-    *hp = rows > s->pt + s->h ? rows : s->pt + s->h;
+    int64_t cols = *owv * s->sw + (s->kw - 1) * s->dw;
+    *hp = padded_extent(s->oh, s->sh, s->kh, s->dh, s->pt, s->h);
     *wp = cols > s->pl + s->w ? cols : s->pl + s->w;
 }
 
@@ -93,9 +93,8 @@ static size_t padded_floats(const conv_shape *s) {
 
 /* The zero-padded input plane of the blocked layout (rows x cols, the input at row pt and column pl). */
 static void blocked_geometry(const conv_shape *s, int64_t *rows, int64_t *cols) {
-    int64_t r = (s->oh - 1) * s->sh + (s->kh - 1) * s->dh + 1, c = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
-    *rows = r > s->pt + s->h ? r : s->pt + s->h;
-    *cols = c > s->pl + s->w ? c : s->pl + s->w;
+    *rows = padded_extent(s->oh, s->sh, s->kh, s->dh, s->pt, s->h);
+    *cols = padded_extent(s->ow, s->sw, s->kw, s->dw, s->pl, s->w);
 }
 
 static size_t blocked_floats(const conv_shape *s) {

@@ -40,7 +40,7 @@ from onnx import TensorProto, helper
 from rich.console import Console
 from rich.table import Table
 
-from edgepack.bench_device import X86_LEVELS
+from edgepack.bench_device import x86_levels
 from edgepack.compiler.lower import lower
 from edgepack.devices.local import cpu_model
 from edgepack.runtime.native.build import device_profile_runner
@@ -76,18 +76,8 @@ def levels() -> list[str | None]:
     """The instruction sets to measure: each x86-64 level this CPU's flags allow, or the ARM64 baseline (NEON)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return [None]
-    flags: set[str] = set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            break
-    found, needed = [], set()
-    for name, needs in X86_LEVELS:
-        needed |= needs
-        if not needed <= flags:
-            break
-        found.append(name)
-    return found
+    line = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    return x86_levels(set(line.partition(":")[2].split()))
 
 
 def matmul_model(size: tuple[int, int, int]) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:

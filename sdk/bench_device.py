@@ -126,6 +126,17 @@ X86_LEVELS = [("x86-64-v3", {"avx2", "fma", "bmi2", "f16c", "movbe"}),
 """x86-64 levels, each needing its flags and those of the levels before it."""
 
 
+def x86_levels(flags: set[str]) -> list[str]:
+    """The x86-64 levels of X86_LEVELS that a CPU with these /proc/cpuinfo flags runs, lowest first."""
+    allowed, needed = [], set()
+    for name, needs in X86_LEVELS:
+        needed |= needs
+        if not needed <= flags:
+            break
+        allowed.append(name)
+    return allowed
+
+
 def _march(device: Device, facts: DeviceFacts) -> str | None:
     """The CPU to build the example for: this one (`native`) on the host; on another x86-64 machine, the highest
     x86-64 level its /proc/cpuinfo flags allow; else the architecture's baseline (None; ARM64's includes NEON)."""
@@ -135,14 +146,8 @@ def _march(device: Device, facts: DeviceFacts) -> str | None:
         return None
     proc = device.run(["cat", "/proc/cpuinfo"])
     line = next((line for line in proc.stdout.splitlines() if line.startswith("flags")), "")
-    flags = set(line.partition(":")[2].split())
-    level, needed = None, set()
-    for name, needs in X86_LEVELS:
-        needed |= needs
-        if not needed <= flags:
-            break
-        level = name
-    return level
+    allowed = x86_levels(set(line.partition(":")[2].split()))
+    return allowed[-1] if allowed else None
 
 
 def _profile_runner(native: bool, march: str | None) -> Path:

@@ -150,7 +150,7 @@ class Lowering:
             value = inputs[k] if k in keep else None
             inputs.append(value.scale if value else None)  # None for float16 weights, which have no scale
             params += [value.axis, value.block] if value else [0, 0]
-            scratch += scratch_bytes(value) if value else 0
+            scratch += scratch_bytes(value, kind) if value else 0
         return inputs, params, scratch
 
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:

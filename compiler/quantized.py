@@ -5,7 +5,7 @@ and the op dequantizes per call. Any other reader gets the float array."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,7 +111,31 @@ def follow(node: onnx.NodeProto, value: Quantized, shape: Sequence[int], dtype: 
     return None
 
 
-def scratch_bytes(value: Quantized) -> int:
-    """The scratch the op takes for this weight dequantized (quant.c keeps each one 64-byte aligned)."""
+def scratch_bytes(value: Quantized, kind: str) -> int:
+    """The scratch op `kind` takes for this weight dequantized: PackedMatMul one panel of its [P, K, 32] B, any other
+    op the whole weight (quant.c keeps each one 64-byte aligned)."""
+    if kind == "PackedMatMul":
+        return int(value.shape[1] * value.shape[2] * 4)
     count = int(np.prod(value.shape, dtype=np.int64))
     return (count + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN * 4
+
+
+def in_panels(value: Quantized, transposed: bool, pack: Callable[[np.ndarray], np.ndarray]) -> Quantized | None:
+    """A quantized K x N weight (N x K when `transposed`) as PackedMatMul's B: its values in panels (`pack`), and its
+    scales per column, blocked along K, in the same panels ([P, blocks, 32], axis 1); None where the scales differ
+    along K without blocks, or run in blocks along N."""
+    values = value.values.T if transposed else value.values
+    if value.scale is None:
+        return Quantized(pack(values), None, 0, 0, value.dtype)
+    k, n = values.shape
+    k_axis = 1 if transposed else 0
+    if not value.block and value.axis != k_axis:
+        steps, block = value.scale.reshape(1, n), k
+    elif not value.block and np.all(value.scale == value.scale[0]):
+        steps, block = np.full((1, n), value.scale[0], value.scale.dtype), k
+    elif value.block and value.axis == k_axis and \
+            value.scale.shape == ((n, -(-k // value.block), 1) if transposed else (1, -(-k // value.block), n)):
+        steps, block = (value.scale[:, :, 0].T if transposed else value.scale[0]), value.block
+    else:
+        return None
+    return Quantized(pack(values), pack(steps), 1, block, value.dtype)

@@ -11,6 +11,7 @@ import onnx
 from edgepack.runtime.native.epk import ACTIVATIONS, F32, REDUCE
 from edgepack.runtime.sliding_windows import same_pads
 
+from ..quantized import Quantized, in_panels
 from ..values import PANEL_COLUMNS, Runtime, attributes
 from . import constant, dtype_of, emitter, shape_of, unsupported
 
@@ -172,9 +173,21 @@ def packed_panels(weight: np.ndarray) -> np.ndarray:
     """A K x N weight as PackedMatMul takes it: [ceil(N / 32), K, 32], its columns in panels, zero past N."""
     k, n = weight.shape
     panels = -(-n // PREPACKED_COLUMNS)
-    padded = np.zeros((k, panels * PREPACKED_COLUMNS), np.float32)
+    padded = np.zeros((k, panels * PREPACKED_COLUMNS), weight.dtype)
     padded[:, :n] = weight
     return np.ascontiguousarray(padded.reshape(k, panels, PREPACKED_COLUMNS).transpose(1, 0, 2))
+
+
+def _packed_weight(lw: Lowering, weight: Any, transposed: bool) -> np.ndarray | Quantized | None:
+    """A constant 2-D weight (N x K when `transposed`) packed for PackedMatMul, float32 or quantized (shared by the
+    nodes that share the weight); None where it is not constant or its scales do not fit the panels."""
+    form = "packed transposed" if transposed else "packed"
+    if isinstance(weight, Quantized) and len(weight.shape) == 2:
+        return lw.reshaped_weight(weight, form, lambda w: in_panels(w, transposed, packed_panels))
+    if isinstance(weight, np.ndarray) and weight.ndim == 2:
+        return lw.reshaped_weight(weight, form,
+                                  lambda w: packed_panels(np.ascontiguousarray(w.T) if transposed else w))
+    return None
 
 
 @emitter("MatMul")
@@ -185,10 +198,8 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     a, b = shape_of(inputs[0]), shape_of(inputs[1])
     k = a[-1]
     n = b[-1] if len(b) > 1 else 1
-    weight = inputs[1]
-    if lw.packed_weights and isinstance(weight, np.ndarray) and weight.ndim == 2 and n > 0 and \
-            int(np.prod(a[:-1])) > GEMV_ROWS:
-        packed = lw.reshaped_weight(weight, "packed", packed_panels)
+    if lw.packed_weights and n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS and \
+            (packed := _packed_weight(lw, inputs[1], False)) is not None:
         lw.emit("PackedMatMul", [inputs[0], packed], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])
         return [out]
     lw.emit("MatMul", inputs, [out], [], lw.gemm_scratch(k, n))
@@ -198,18 +209,18 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
 def _packed_gemm(lw: Lowering, inputs: list[Any], attrs: dict[str, Any], out: Runtime) -> bool:
     """Emits Gemm as PackedMatMul where it is one: a constant B (either layout), no transA, alpha 1, A of over 4
     rows, and C absent or a constant row of N (beta 1); whether it did."""
-    a, weight = inputs[0], inputs[1]
+    a = inputs[0]
     c = inputs[2] if len(inputs) > 2 else None
     n = out.shape[1]
-    if not lw.packed_weights or not isinstance(weight, np.ndarray) or attrs.get("transA", 0) or \
-            attrs.get("alpha", 1.0) != 1.0 or shape_of(a)[0] <= GEMV_ROWS or n == 0:
+    if not lw.packed_weights or attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 or \
+            shape_of(a)[0] <= GEMV_ROWS or n == 0:
         return False
     if c is not None and (isinstance(c, Runtime) or attrs.get("beta", 1.0) != 1.0 or
                           np.shape(c) not in ((n,), (1, n))):
         return False
-    trans_b = attrs.get("transB", 0)
-    packed = lw.reshaped_weight(weight, "packed transposed" if trans_b else "packed",
-                                lambda w: packed_panels(np.ascontiguousarray(w.T) if trans_b else w))
+    packed = _packed_weight(lw, inputs[1], bool(attrs.get("transB", 0)))
+    if packed is None:
+        return False
     bias = None if c is None else np.asarray(c, np.float32).reshape(n)
     lw.emit("PackedMatMul", [a, packed, bias], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])
     return True

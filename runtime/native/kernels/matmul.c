@@ -185,15 +185,28 @@ static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *er
     return EP_OK;
 }
 
-static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
-    (void)ctx;
+void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state) {
     const ep_tensor *a = n->in[0], *bias = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
     int64_t cols = n->params[0], k = a->dims[a->rank - 1], rows = y->count / cols;
     float *out = (float *)y->data;
     if (bias)
         for (int64_t i = 0; i < rows; i++) ep_memcpy(out + i * cols, bias->data, (size_t)cols * sizeof(float));
     ep_epilogue e = {0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
-    ep_gemm_prepacked(rows, k, cols, (const float *)a->data, (const float *)n->in[1]->data, out, &e);
+    for (int64_t p = 0; p * EP_PREPACKED_COLUMNS < cols; p++) {
+        int64_t first = p * EP_PREPACKED_COLUMNS, width = cols - first;
+        ep_gemm_prepacked(rows, k, width < EP_PREPACKED_COLUMNS ? width : EP_PREPACKED_COLUMNS,
+                          (const float *)a->data, source(state, p), out + first, cols, &e);
+    }
+}
+
+static const float *float_panel(void *panels, int64_t p) {
+    const ep_tensor *b = (const ep_tensor *)panels;
+    return (const float *)b->data + p * b->dims[1] * EP_PREPACKED_COLUMNS;
+}
+
+static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
+    (void)ctx;
+    ep_packed_matmul(n, float_panel, (void *)n->in[1]);
     return EP_OK;
 }
 

@@ -1,12 +1,18 @@
 /* Quantized weights (int8 or packed int4 with float32 or float16 scales; float16 with none) under Conv,
-   ConvTranspose, MatMul, Gemm and LSTM. A quantized op carries, after its own inputs and parameters, one scale input
+   ConvTranspose, MatMul, Gemm, LSTM and PackedMatMul. A quantized op carries, after its own inputs and parameters, one scale input
    and two parameter words (axis, block size; 0 = one scale per index along the axis) per weight slot; EPK.md gives
    the layouts. Each call dequantizes its weights into the head of the scratch, as ONNX DequantizeLinear computes them
    (rounded to float16 when the scales are float16; float16 weights widened exactly), and runs the float kernel on
-   them with the rest of the scratch. */
+   them with the rest of the scratch; PackedMatMul dequantizes one panel of B at a time, just before the product
+   reads it (the panel stays in cache, and no call writes the whole float weight). */
+#include "gemm.h"
 #include "vector_math.h"
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
-extern const ep_kernel ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_lstm;
+extern const ep_kernel ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_lstm,
+    ep_kernel_packed_matmul;
 
 #define MAX_SLOTS 2
 #define MAX_INPUTS 8
@@ -19,6 +25,7 @@ typedef struct slots {
 static const slots *slots_of(uint32_t id) {
     static const slots table[] = {
         {EP_OP_CONV_SLOTS}, {EP_OP_CONV_TRANSPOSE_SLOTS}, {EP_OP_MAT_MUL_SLOTS}, {EP_OP_GEMM_SLOTS}, {EP_OP_LSTM_SLOTS},
+        {EP_OP_PACKED_MAT_MUL_SLOTS},
     };
     switch (id) {
     case EP_OP_CONV: return &table[0];
@@ -26,6 +33,7 @@ static const slots *slots_of(uint32_t id) {
     case EP_OP_MAT_MUL: return &table[2];
     case EP_OP_GEMM: return &table[3];
     case EP_OP_LSTM: return &table[4];
+    case EP_OP_PACKED_MAT_MUL: return &table[5];
     }
     return 0;
 }
@@ -130,11 +138,24 @@ static float half_to_float(uint16_t h) {
     return v.f;
 }
 
-/* float16 values widened exactly, 8 at a time without branches: the half's exponent and mantissa bits moved into a
-   float's and the float scaled by 2^112 (exact for normal and subnormal halves), infinities and NaNs set apart. */
+/* float16 values widened exactly, 8 at a time: by the CPU's own conversion where it has one (F16C, ARM64; GCC 12
+   turns a _Float16 vector conversion into one instruction per element on x86, hence the intrinsic), else without branches: the half's exponent and mantissa bits moved into a float's and the float scaled by
+   2^112 (exact for normal and subnormal halves), infinities and NaNs set apart. */
 static void widen_halves(const uint16_t *half, float *out, int64_t count) {
     int64_t i = 0;
-#ifdef EP_VECTOR_MATH
+#if defined(__F16C__)
+    for (; i + 8 <= count; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(half + i))));
+#elif defined(__aarch64__)
+    typedef _Float16 halves __attribute__((vector_size(16)));
+    typedef float floats __attribute__((vector_size(32)));
+    for (; i + 8 <= count; i += 8) {
+        halves h;
+        __builtin_memcpy(&h, half + i, sizeof h);
+        floats f = __builtin_convertvector(h, floats);
+        __builtin_memcpy(out + i, &f, sizeof f);
+    }
+#elif defined(EP_VECTOR_MATH)
     typedef uint16_t half_lanes __attribute__((vector_size(EP_VF_LANES * 2)));
     for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
         half_lanes h;
@@ -237,6 +258,73 @@ static ep_status run_quantized(const ep_kernel *inner, const ep_node *n, const e
     return inner->run(&view, &rest);
 }
 
+/* PackedMatMul's B ([P, K, 32] panels) quantized: float16, or integers with scales blocked along K per column
+   ([P, K / block, 32], axis 1), so that each panel dequantizes on its own. */
+static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *error) {
+    const slots *s = slots_of(n->id);
+    if (!is_quantized_form(n, s)) return ep_kernel_packed_matmul.check(n, scratch, error);
+    const ep_tensor *w = n->in[1], *scale = n->in[s->own_inputs];
+    int32_t axis = n->params[s->own_params], block = n->params[s->own_params + 1];
+    ep_status status = check_quantized(&ep_kernel_packed_matmul, n, scratch, error);
+    if (status != EP_OK) return status;
+    if (w->dtype != EP_F32 && w->dtype != EP_F16 &&
+        (axis != 1 || !block || scale->dims[0] != w->dims[0] || scale->dims[2] != w->dims[2]))
+        return ep_fail(error, n, ": quantized panels need scales blocked along K, per panel column");
+    if (w->dtype != EP_F32) *scratch = (size_t)w->dims[1] * w->dims[2] * sizeof(float);
+    return EP_OK;
+}
+
+/* An int8 panel (K rows of 32) times its float32 scales (one row of 32 per `block` rows) in one pass: the same
+   products as widen then scale, each row a vector loop. */
+static void int8_panel(const int8_t *q, const float *steps, int64_t k, int64_t block, float *out) {
+    for (int64_t kk = 0; kk < k; kk++) {
+        const float *step = steps + kk / block * EP_PREPACKED_COLUMNS;
+        const int8_t *row = q + kk * EP_PREPACKED_COLUMNS;
+        float *to = out + kk * EP_PREPACKED_COLUMNS;
+        for (int32_t j = 0; j < EP_PREPACKED_COLUMNS; j++) to[j] = (float)row[j] * step[j];
+    }
+}
+
+typedef struct panel_source {
+    const ep_tensor *w, *scale;
+    int32_t axis, block;
+    int64_t columns;
+    float *out;
+} panel_source;
+
+static const float *dequantized_panel(void *state, int64_t p) {
+    panel_source *src = (panel_source *)state;
+    const ep_tensor *w = src->w;
+    int64_t floats = w->dims[1] * w->dims[2];
+    ep_tensor panel = *w, scale = {0};
+    panel.dims[0] = 1;
+    panel.count = floats;
+    panel.data = (char *)w->data + (size_t)(p * floats * ep_dtype_bits(w->dtype) / 8);
+    if (src->scale) {
+        scale = *src->scale;
+        scale.dims[0] = 1;
+        scale.count = scale.dims[1] * scale.dims[2];
+        scale.data = (char *)scale.data + (size_t)(p * scale.count * ep_dtype_bits(scale.dtype) / 8);
+    }
+    if ((p + 1) * EP_PREPACKED_COLUMNS < src->columns) /* the next panel's bytes load while this one multiplies */
+        for (int64_t at = 0; at < floats * ep_dtype_bits(w->dtype) / 8; at += 64)
+            __builtin_prefetch((const char *)panel.data + floats * ep_dtype_bits(w->dtype) / 8 + at);
+    if (w->dtype == EP_I8 && scale.dtype == EP_F32)
+        int8_panel((const int8_t *)panel.data, (const float *)scale.data, w->dims[1], src->block, src->out);
+    else
+        dequantize(&panel, src->scale ? &scale : 0, src->axis, src->block, src->out);
+    return src->out;
+}
+
+static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
+    const slots *s = slots_of(n->id);
+    if (!is_quantized_form(n, s) || n->in[1]->dtype == EP_F32) return run_quantized(&ep_kernel_packed_matmul, n, ctx);
+    panel_source src = {n->in[1], n->in[s->own_inputs], n->params[s->own_params], n->params[s->own_params + 1],
+                        n->params[0], ctx->scratch};
+    ep_packed_matmul(n, dequantized_panel, &src);
+    return EP_OK;
+}
+
 int ep_weight_only_read(const ep_node *n, uint32_t input) {
     const slots *s = slots_of(n->id);
     if (!s || !is_quantized_form(n, s)) return 0;
@@ -264,3 +352,4 @@ const ep_kernel ep_kernel_conv_transpose_weights = {"ConvTranspose", check_conv_
 const ep_kernel ep_kernel_matmul_weights = {"MatMul", check_matmul, run_matmul};
 const ep_kernel ep_kernel_gemm_weights = {"Gemm", check_gemm, run_gemm};
 const ep_kernel ep_kernel_lstm_weights = {"LSTM", check_lstm, run_lstm};
+const ep_kernel ep_kernel_packed_matmul_weights = {"PackedMatMul", check_packed_matmul, run_packed_matmul};

@@ -1,6 +1,6 @@
-"""MatMul and Gemm by a constant weight, lowered to PackedMatMul with the weight packed at plan time: the panel
-layout, when the lowering takes it (Gemm's bias and a following activation with it), and the results of the cpu,
-wasm and neon (qemu) cores against onnxruntime."""
+"""MatMul and Gemm by a constant weight, lowered to PackedMatMul with the weight packed at plan time (float32, or
+quantized in the same panels): the panel layout, when the lowering takes it (Gemm's bias and a following activation
+with it), and the results of the cpu, wasm and neon (qemu) cores against onnxruntime."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.compiler.emitters.nn_ops import PREPACKED_COLUMNS, packed_panels
 from edgepack.compiler.lower import lower_to_plan
+from edgepack.runtime.native import epk
+from edgepack.runtime.native.binding import NativeError, NativeSession
 from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
@@ -136,3 +138,103 @@ def test_gemm_forms_packed_matmul_does_not_take_stay_gemm() -> None:
     assert op_kinds(gemm_by_weight(9, 1, (70,), beta=0.5), [9, 40]) == ["Gemm"]
     assert op_kinds(gemm_by_weight(9, 0, (9, 70)), [9, 40]) == ["Gemm"]
     assert op_kinds(gemm_by_weight(4, 0, (70,)), [4, 40]) == ["Gemm"]
+
+
+def dequantized_weight_model(form: str, rows: int = 11) -> onnx.ModelProto:
+    """x [rows, 48] by a constant 48 x 70 weight in the quantized `form` of QUANTIZED_FORMS (DequantizeLinear of int8
+    or int4, or a Cast of float16), through MatMul, or Gemm with the weight stored 70 x 40 (transB) and a bias."""
+    rng = np.random.default_rng(len(form))
+    k, n = 48, 70
+    gemm = form.startswith("Gemm")
+    shape = (n, k) if gemm else (k, n)
+    nodes, constants = [], []
+    if "float16" in form and "scales" not in form:
+        constants.append(numpy_helper.from_array(rng.standard_normal(shape).astype(np.float16), "h"))
+        nodes.append(helper.make_node("Cast", ["h"], ["w"], to=TensorProto.FLOAT))
+    else:
+        int4 = "int4" in form
+        values = rng.integers(-8 if int4 else -127, 8 if int4 else 128, shape)
+        k_axis = 1 if gemm else 0
+        attributes: dict[str, int] = {}
+        if "blocked" in form:
+            scale_shape = tuple(k // 16 if a == k_axis else d for a, d in enumerate(shape))
+            attributes = {"axis": k_axis, "block_size": 16}
+        elif "per row" in form:
+            scale_shape, attributes = (k,), {"axis": 0}
+        elif "per tensor" in form:
+            scale_shape = ()
+        else:
+            scale_shape, attributes = (n,), {"axis": 1 - k_axis}
+        scale_type = np.float16 if "float16 scales" in form else np.float32
+        scale = (rng.uniform(0.5, 2.0, scale_shape) / 64).astype(scale_type)
+        constants += [numpy_helper.from_array(values.astype(np.int8), "q") if not int4 else
+                      helper.make_tensor("q", TensorProto.INT4, shape, values.reshape(-1).tolist()),
+                      numpy_helper.from_array(scale, "s")]
+        nodes.append(helper.make_node("DequantizeLinear", ["q", "s"], ["d" if scale_type == np.float16 else "w"],
+                                      **attributes))
+        if scale_type == np.float16:
+            nodes.append(helper.make_node("Cast", ["d"], ["w"], to=TensorProto.FLOAT))
+    if gemm:
+        constants.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "c"))
+        nodes.append(helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1))
+    else:
+        nodes.append(helper.make_node("MatMul", ["x", "w"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+QUANTIZED_FORMS = {
+    "int8 per column": ("int8", 1, 48), "int8 per tensor": ("int8", 1, 48), "int8 blocked along K": ("int8", 1, 16),
+    "int4 blocked along K": ("int4", 1, 16),
+    "float16": ("float16", 0, 0), "int8 float16 scales per column": ("int8", 1, 48),
+    "Gemm int8 per column": ("int8", 1, 48), "Gemm int4 blocked along K": ("int4", 1, 16),
+}
+"""form -> the packed weight's dtype and its (axis, block) words: scales per column are one block of all K rows."""
+
+
+@pytest.mark.parametrize("form", list(QUANTIZED_FORMS))
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
+def test_quantized_weight_packs_into_panels_and_matches_onnxruntime(provider: str, form: str) -> None:
+    """A quantized constant weight keeps its integers (or halves) in PackedMatMul's panels, its scales per column in
+    the same panels, and each call dequantizes a panel at a time: the result is onnxruntime's on the source model."""
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    model = dequantized_weight_model(form)
+    plan = lower_to_plan(model, {"x": [11, 48]})
+    op, = plan.ops
+    dtype, axis, block = QUANTIZED_FORMS[form]
+    weight = plan.tensors[op.inputs[1]]
+    assert op.kind == "PackedMatMul" and weight.dtype == dtype and weight.shape == (3, 48, PREPACKED_COLUMNS)
+    assert op.params[-2:] == [axis, block]
+    if dtype != "float16":
+        assert plan.tensors[op.inputs[3]].shape == (3, 48 // block, PREPACKED_COLUMNS)
+    x = np.random.default_rng(5).standard_normal((11, 48)).astype(np.float32)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_scales_that_differ_along_k_keep_the_quantized_matmul() -> None:
+    """Per-row scales would take as many floats as the weight in panels: that MatMul keeps its quantized slot."""
+    model = dequantized_weight_model("int8 per row")
+    op, = lower_to_plan(model, {"x": [11, 48]}).ops
+    assert op.kind == "MatMul" and len(op.inputs) == 3
+    x = np.random.default_rng(6).standard_normal((11, 48)).astype(np.float32)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"], expected, rtol=1e-5,
+                               atol=1e-5 * np.abs(expected).max())
+
+
+def test_loader_refuses_panel_scales_per_axis() -> None:
+    """Scales per index of one axis of the [P, K, 32] panels (which the quantized slots of other ops take) would
+    not dequantize a panel at a time: the loader refuses them before any run."""
+    plan = lower_to_plan(dequantized_weight_model("int8 per column"), {"x": [11, 48]})
+    op, = plan.ops
+    NativeSession(epk.write(plan))
+    scale = plan.tensors[op.inputs[3]]
+    scale.shape, scale.data = (3,), np.ones(3, np.float32)
+    op.params[-2:] = [0, 0]
+    with pytest.raises(NativeError) as caught:
+        NativeSession(epk.write(plan))
+    assert "scales blocked along K" in str(caught.value)

@@ -306,7 +306,10 @@ static void max_over_columns(const pool_geometry *g, const float *columns, int64
     for (int64_t ox = lo; ox < hi; ox++) out[ox] = columns[ox * s - pad];
     for (int64_t kx = 1; kx < k; kx++) {
         const float *shifted = columns + kx * dx - pad;
-        for (int64_t ox = lo; ox < hi; ox++) out[ox] = max_or_nan(shifted[ox * s], out[ox]);
+        if (s == 2) /* a constant stride: the loads vectorize (as pairs of vectors and a permute) */
+            for (int64_t ox = lo; ox < hi; ox++) out[ox] = max_or_nan(shifted[ox * 2], out[ox]);
+        else
+            for (int64_t ox = lo; ox < hi; ox++) out[ox] = max_or_nan(shifted[ox * s], out[ox]);
     }
     for (int64_t ox = 0; ox < ow; ox++) {
         if (ox == lo) ox = hi;

@@ -174,9 +174,10 @@ def test_gemm_with_few_rows(trans_a: int, trans_b: int) -> None:
 MAX_POOLS = [({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 13),
              ({"kernel_shape": [3, 3], "strides": [1, 1]}, 14), ({"kernel_shape": [2, 2], "strides": [2, 2]}, 13),
              ({"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 2]}, 15),
-             ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 2100)]
-"""Windows inside the input (maxed column by column over the rows' maxima), at the padded edges, dilated, and a row
-wider than the rows' maxima buffer (2048)."""
+             ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 2100),
+             ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1]}, 70)]
+"""Windows inside the input (maxed column by column over the rows' maxima), at the padded edges, dilated, a row
+wider than the rows' maxima buffer (2048), and stride 2 over 35 outputs (whole vectors and a remainder)."""
 
 
 def max_pool_propagating_nan(x: np.ndarray, kernel_shape: list[int], strides: list[int],

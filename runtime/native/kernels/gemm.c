@@ -298,7 +298,7 @@ static void dot_rows(int64_t k, const float *const *arow, const float *b, float 
 static void store_dot(float v, float bias, float *at, const ep_epilogue *e) {
     v = e->alpha * v + bias;
     if (e->accumulate) v += *at;
-    *at = ep_activate(e->act, v, e->act_a, e->act_b);
+    *at = e->act == EP_ACT_NONE ? v : ep_activate(e->act, v, e->act_a, e->act_b);
 }
 
 void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, int64_t bt_row, float *c,

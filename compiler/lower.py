@@ -20,6 +20,7 @@ from edgepack.runtime.native.epk import ARENA, WEIGHT, Op, Plan, Tensor
 
 from .arena import plan_arena
 from .emitters import EMITTERS, NotConstant
+from .emitters.int8_matmul import without_unread_round_trips
 from .folding import fold_node, shape_value
 from .narrowed import lower_in_float32, takes_float32_copies
 from .patterns import rewrite_hard_swish
@@ -477,8 +478,9 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
             value = copy
         lowering.tensors[value.index].name = out.name
         outputs.append(value.index)
-    arena = plan_arena(lowering.tensors, lowering.ops, inputs, outputs, lowering.aliases)
-    return Plan(lowering.tensors, lowering.ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64)
+    ops = without_unread_round_trips(lowering.ops, outputs)
+    arena = plan_arena(lowering.tensors, ops, inputs, outputs, lowering.aliases)
+    return Plan(lowering.tensors, ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64)
 
 
 def lower(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,

@@ -16,6 +16,8 @@ MAX_BLOCK_COLUMNS = 256
 MAX_SCRATCH_BYTES = 16 << 20
 PANEL_COLUMNS = 32
 """The widest packed panel of any build (AVX-512: two 16-lane vectors): every product needs one at least."""
+QUANTIZE, DEQUANTIZE, DYNAMIC, ROUND_TRIP = 0, 1, 2, 3
+"""The Quantize plan op's modes (quantize.c)."""
 
 
 @dataclass(frozen=True)

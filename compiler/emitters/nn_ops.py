@@ -14,6 +14,7 @@ from edgepack.runtime.sliding_windows import same_pads
 from ..quantized import Quantized, in_panels
 from ..values import PANEL_COLUMNS, Runtime, attributes
 from . import constant, dtype_of, emitter, shape_of, unsupported
+from .int8_matmul import lower_int8_matmul
 
 if TYPE_CHECKING:
     from ..lower import Lowering
@@ -198,6 +199,8 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     a, b = shape_of(inputs[0]), shape_of(inputs[1])
     k = a[-1]
     n = b[-1] if len(b) > 1 else 1
+    if n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS and lower_int8_matmul(lw, inputs[0], inputs[1], out):
+        return [out]
     if lw.packed_weights and n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS and \
             (packed := _packed_weight(lw, inputs[1], False)) is not None:
         lw.emit("PackedMatMul", [inputs[0], packed], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])

@@ -10,14 +10,13 @@ import onnx
 
 from edgepack.runtime.native.epk import Tensor
 
-from ..values import Runtime, attributes
+from ..values import DEQUANTIZE, DYNAMIC, QUANTIZE, ROUND_TRIP, Runtime, attributes
 from . import dtype_of, emitter, shape_of, unsupported
 from .nn_ops import _kernel2d, _spatial_params
 
 if TYPE_CHECKING:
     from ..lower import Lowering
 
-QUANTIZE, DEQUANTIZE, DYNAMIC, ROUND_TRIP = 0, 1, 2, 3
 
 
 def _optional(inputs: list[Any], index: int) -> Any:

@@ -129,12 +129,13 @@ def emit_unary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     return [out]
 
 
-ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 1}
+ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 1, "Int8MatMul": 1}
 """The ops with a fused activation, and where it sits in their parameters (then its a and b)."""
 
 
 def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float, b: float) -> bool:
-    """Folds the activation into the Conv, Gemm or PackedMatMul just emitted when it is that op's only reader."""
+    """Folds the activation into the Conv, Gemm, PackedMatMul or Int8MatMul just emitted when it is that op's only
+    reader."""
     if not isinstance(source, Runtime) or not lw.ops:
         return False
     producer = lw.ops[-1]

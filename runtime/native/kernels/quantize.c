@@ -6,6 +6,7 @@
    Requantize: an int32 accumulator (plus an int32 bias per channel) times a_scale * b_scale[channel] / y_scale,
    rounded half to even, plus the zero point, saturated. */
 #include "../ep_internal.h"
+#include "quantized_value.h"
 
 enum { QUANTIZE, DEQUANTIZE, DYNAMIC, ROUND_TRIP };
 
@@ -96,20 +97,6 @@ static int64_t scale_index(const layout *l, int64_t o, int64_t a, int64_t r) {
     if (l->per_tensor) return 0;
     if (!l->block) return a;
     return (o * l->blocks + a / l->block) * l->inner + r;
-}
-
-/* ROUND_MAGIC added then taken away rounds a float of magnitude below 2^22 half to even, in any vector unit. */
-#define ROUND_MAGIC 12582912.0f
-
-/* x quantized with one scale and zero point into [low, high], the byte as a float: x / scale is clamped into
-   [-2^21, 2^21] first (NaN to the low end, as store_quantized), so the rounding trick holds and the saturation bounds
-   it. Inline, for the loops below to vectorize. */
-static inline float quantized_value(float x, float scale, float zero, float low, float high) {
-    float v = x / scale;
-    v = v == v ? v : -2097152.0f;
-    v = v < -2097152.0f ? -2097152.0f : (v > 2097152.0f ? 2097152.0f : v);
-    v = (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
-    return v < low ? low : (v > high ? high : v);
 }
 
 /* One scale and zero point for the whole tensor, float32 to a byte. */

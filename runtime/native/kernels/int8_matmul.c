@@ -1,0 +1,167 @@
+/* Int8MatMul: a QDQ model's MatMul as one op: X quantized per tensor and back (QuantizeLinear then
+   DequantizeLinear, one scale and zero point) times a constant int8 weight with one scale per column, plus a bias per
+   column, then an activation. Where the build has 8-bit dot products (AVX-512 VNNI), X is quantized to bytes once and
+   the product runs in int32 (exact), scaled per column at the end; elsewhere X takes its float round trip and each
+   panel of B is dequantized just before the float micro-kernel reads it, as PackedMatMul's quantized B.
+   Inputs: X float32 [..., M, K]; B int8 [ceil(N / 32), ceil(K / 4), 32, 4]: panels of 32 columns, each column's rows
+   4g .. 4g + 3 side by side (the dot-product instructions' groups), zero past K and N; B's scales float32 [N]; B's
+   column sums int32 [N] (for X's zero point); X's scale float32 [] and zero point uint8 or int8 []; a bias per column
+   float32 [N] (optional). Params N, activation, activation a, activation b. */
+#include "gemm.h"
+#include "quantized_value.h"
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#define INT8_DOT_PRODUCTS 1
+#endif
+
+enum { PANEL = EP_PREPACKED_COLUMNS, GROUP = 4, INT8_MR = 8 };
+
+static ep_status check_int8_matmul(const ep_node *n, size_t *scratch, char *error) {
+    ep_status status = ep_expect(n, 6, 7, 1, error);
+    if (status != EP_OK) return status;
+    const ep_tensor *x = n->in[0], *b = n->in[1], *b_scale = n->in[2], *sums = n->in[3], *x_scale = n->in[4];
+    const ep_tensor *x_zero = n->in[5], *bias = n->n_in > 6 ? n->in[6] : 0, *y = n->out[0];
+    if (!b || !b_scale || !sums || !x_scale || !x_zero) return ep_fail(error, n, ": an input is missing");
+    if (x->dtype != EP_F32 || y->dtype != EP_F32 || b->dtype != EP_I8 || b_scale->dtype != EP_F32 ||
+        sums->dtype != EP_I32 || x_scale->dtype != EP_F32 || (x_zero->dtype != EP_U8 && x_zero->dtype != EP_I8) ||
+        (bias && bias->dtype != EP_F32))
+        return ep_fail(error, n, ": wrong dtypes");
+    if (n->n_params != 4 || n->params[1] < 0 || n->params[1] >= EP_ACT_KINDS || x->rank < 1 || y->rank != x->rank)
+        return ep_fail(error, n, ": bad params");
+    int64_t k = x->dims[x->rank - 1], cols = n->params[0];
+    if (cols < 1 || b->rank != 4 || b->dims[0] != (cols + PANEL - 1) / PANEL || b->dims[1] != (k + GROUP - 1) / GROUP ||
+        b->dims[2] != PANEL || b->dims[3] != GROUP)
+        return ep_fail(error, n, ": B is not packed for its columns");
+    if (b_scale->count != cols || sums->count != cols || x_scale->count != 1 || x_zero->count != 1 ||
+        (bias && bias->count != cols))
+        return ep_fail(error, n, ": one scale, sum and bias per column, and one scale and zero point for X");
+    for (int32_t d = 0; d + 1 < x->rank; d++)
+        if (y->dims[d] != x->dims[d]) return ep_fail(error, n, ": wrong output shape");
+    if (y->dims[y->rank - 1] != cols) return ep_fail(error, n, ": wrong output columns");
+    int64_t rows = y->count / cols, padded = b->dims[1] * GROUP;
+    *scratch = (size_t)(rows * padded + padded * PANEL) * sizeof(float);
+    return EP_OK;
+}
+
+typedef struct int8_product {
+    int64_t rows, k, groups, cols;
+    const float *x, *b_scale;
+    const int8_t *b;
+    const int32_t *sums;
+    float x_scale, x_zero, low, high;
+    float *y;
+    const ep_epilogue *e;
+} int8_product;
+
+/* B's scales of panel p's 32 columns (times `factor`), zero past column N. */
+static void panel_scales(const int8_product *m, int64_t p, float factor, float *steps) {
+    for (int64_t j = 0; j < PANEL; j++) steps[j] = p * PANEL + j < m->cols ? factor * m->b_scale[p * PANEL + j] : 0.0f;
+}
+
+#ifdef INT8_DOT_PRODUCTS
+/* X as bytes, rows `padded` apart (zero past K): QuantizeLinear's values, plus 128 for an int8 zero point, so that
+   every byte is unsigned as vpdpbusd takes it. */
+static void quantize_rows(const int8_product *m, int64_t padded, float shift, uint8_t *q) {
+    for (int64_t i = 0; i < m->rows; i++) {
+        const float *row = m->x + i * m->k;
+        uint8_t *to = q + i * padded;
+        for (int64_t j = 0; j < m->k; j++)
+            to[j] = (uint8_t)(int32_t)(quantized_value(row[j], m->x_scale, m->x_zero, m->low, m->high) + shift);
+        for (int64_t j = m->k; j < padded; j++) to[j] = 0;
+    }
+}
+
+/* Rows [i, i + rows) of one panel's output: int32 sums of 4 byte products per lane, less the zero point times the
+   column sums, times X's scale and the column's, added to what the output holds when accumulating, then the
+   activation. */
+static void integer_tile(const int8_product *m, const uint8_t *q, int64_t padded, const int8_t *panel, int64_t i,
+                         int64_t rows, int64_t p, const float *steps, const int32_t *offsets) {
+    __m512i acc[INT8_MR][2];
+    const uint8_t *arow[INT8_MR];
+    for (int r = 0; r < INT8_MR; r++) {
+        arow[r] = q + (i + (r < rows ? r : rows - 1)) * padded;
+        acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    }
+    for (int64_t g = 0; g < m->groups; g++) {
+        __m512i b0 = _mm512_loadu_si512(panel + g * PANEL * GROUP);
+        __m512i b1 = _mm512_loadu_si512(panel + g * PANEL * GROUP + 64);
+        for (int r = 0; r < INT8_MR; r++) {
+            int32_t four;
+            __builtin_memcpy(&four, arow[r] + g * GROUP, sizeof four);
+            __m512i a = _mm512_set1_epi32(four);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
+        }
+    }
+    int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
+    for (int64_t r = 0; r < rows; r++) {
+        float values[PANEL], *out = m->y + (i + r) * m->cols + p * PANEL;
+        for (int h = 0; h < 2; h++) {
+            __m512i exact = _mm512_sub_epi32(acc[r][h], _mm512_loadu_si512(offsets + 16 * h));
+            _mm512_storeu_ps(values + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(exact), _mm512_loadu_ps(steps + 16 * h)));
+        }
+        for (int64_t j = 0; j < width; j++) out[j] = m->e->accumulate ? out[j] + values[j] : values[j];
+        ep_activate_row(m->e->act, out, out, width, m->e->act_a, m->e->act_b);
+    }
+}
+
+static void integer_product(const int8_product *m, float *scratch) {
+    int64_t padded = m->groups * GROUP;
+    int is_signed = m->low < 0.0f;
+    uint8_t *q = (uint8_t *)scratch;
+    quantize_rows(m, padded, is_signed ? 128.0f : 0.0f, q);
+    int32_t zero = (int32_t)m->x_zero + (is_signed ? 128 : 0);
+    for (int64_t p = 0; p * PANEL < m->cols; p++) {
+        float steps[PANEL];
+        int32_t offsets[PANEL];
+        panel_scales(m, p, m->x_scale, steps);
+        for (int64_t j = 0; j < PANEL; j++) offsets[j] = p * PANEL + j < m->cols ? zero * m->sums[p * PANEL + j] : 0;
+        const int8_t *panel = m->b + p * m->groups * PANEL * GROUP;
+        for (int64_t i = 0; i < m->rows; i += INT8_MR)
+            integer_tile(m, q, padded, panel, i, m->rows - i < INT8_MR ? m->rows - i : INT8_MR, p, steps, offsets);
+    }
+}
+#else
+/* X's float round trip (QuantizeLinear then DequantizeLinear), then each panel of B dequantized to K x 32 floats
+   and multiplied on the float micro-kernel. */
+static void float_product(const int8_product *m, float *scratch) {
+    float *a = scratch, *panel = scratch + m->rows * m->groups * GROUP;
+    int64_t count = m->rows * m->k;
+    for (int64_t i = 0; i < count; i++)
+        a[i] = (quantized_value(m->x[i], m->x_scale, m->x_zero, m->low, m->high) - m->x_zero) * m->x_scale;
+    for (int64_t p = 0; p * PANEL < m->cols; p++) {
+        float steps[PANEL];
+        panel_scales(m, p, 1.0f, steps);
+        const int8_t *bytes = m->b + p * m->groups * PANEL * GROUP;
+        for (int64_t kk = 0; kk < m->k; kk++) {
+            const int8_t *group = bytes + kk / GROUP * PANEL * GROUP + kk % GROUP;
+            for (int64_t j = 0; j < PANEL; j++) panel[kk * PANEL + j] = (float)group[j * GROUP] * steps[j];
+        }
+        int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
+        ep_gemm_prepacked(m->rows, m->k, width, a, panel, m->y + p * PANEL, m->cols, m->e);
+    }
+}
+#endif
+
+static ep_status run_int8_matmul(const ep_node *n, const ep_context *ctx) {
+    const ep_tensor *x = n->in[0], *b = n->in[1], *x_zero = n->in[5], *bias = n->n_in > 6 ? n->in[6] : 0;
+    int64_t cols = n->params[0], rows = n->out[0]->count / cols;
+    float *out = (float *)n->out[0]->data;
+    if (bias)
+        for (int64_t i = 0; i < rows; i++) ep_memcpy(out + i * cols, bias->data, (size_t)cols * sizeof(float));
+    ep_epilogue e = {0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
+    int is_signed = x_zero->dtype == EP_I8;
+    int8_product m = {rows, x->dims[x->rank - 1], b->dims[1], cols, (const float *)x->data,
+                      (const float *)n->in[2]->data, (const int8_t *)b->data, (const int32_t *)n->in[3]->data,
+                      *(const float *)n->in[4]->data,
+                      is_signed ? (float)*(const int8_t *)x_zero->data : (float)*(const uint8_t *)x_zero->data,
+                      is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f, out, &e};
+#ifdef INT8_DOT_PRODUCTS
+    integer_product(&m, ctx->scratch);
+#else
+    float_product(&m, ctx->scratch);
+#endif
+    return EP_OK;
+}
+
+const ep_kernel ep_kernel_int8_matmul = {"Int8MatMul", check_int8_matmul, run_int8_matmul};

@@ -1,0 +1,132 @@
+"""A QDQ MatMul (X through QuantizeLinear and DequantizeLinear, by a constant int8 weight with a scale per column)
+lowered to Int8MatMul: the weight's panel layout, when the lowering takes the form and drops the round trip, and the
+results of the cpu core (int32 products on AVX-512 VNNI where the host has it) and of the wasm and neon (qemu) cores
+(the float path) against onnxruntime on the source model."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgepack.compiler.emitters.int8_matmul import int8_panels
+from edgepack.compiler.lower import lower_to_plan
+from edgepack.runtime.native import epk
+from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.epk import ACTIVATIONS
+from edgepack.runtime.providers import PROVIDERS
+from tests.oracle import run_onnxruntime
+
+
+def test_int8_panels_hold_four_rows_of_a_column_side_by_side() -> None:
+    values = np.random.default_rng(0).integers(-127, 128, (10, 40)).astype(np.int8)
+    panels = int8_panels(values)
+    assert panels.shape == (2, 3, 32, 4)
+    for row in range(12):
+        for column in range(64):
+            expected = values[row, column] if row < 10 and column < 40 else 0
+            assert panels[column // 32, row // 4, column % 32, row % 4] == expected
+
+
+def qdq_matmul(rows: int, k: int, n: int, zero_type: int = TensorProto.UINT8, per_tensor: bool = False,
+               readers: int = 1, then_relu: bool = False, also_add: bool = False) -> onnx.ModelProto:
+    """x [rows, k] -> QuantizeLinear -> DequantizeLinear -> `readers` MatMuls by int8 weights (k x n, scales per
+    column or one), summed; then a Relu, and the round trip also added to itself, if asked."""
+    rng = np.random.default_rng(rows * 1000 + k + n)
+    zero = 3 if zero_type == TensorProto.INT8 else 131
+    constants = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+                 helper.make_tensor("xz", zero_type, [], [zero])]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"])]
+    products = []
+    for r in range(readers):
+        scale = np.full((), 0.01, np.float32) if per_tensor else rng.uniform(0.002, 0.02, n).astype(np.float32)
+        constants += [numpy_helper.from_array(rng.integers(-127, 128, (k, n)).astype(np.int8), f"w{r}"),
+                      numpy_helper.from_array(scale, f"ws{r}")]
+        nodes += [helper.make_node("DequantizeLinear", [f"w{r}", f"ws{r}"], [f"wd{r}"], axis=1),
+                  helper.make_node("MatMul", ["xd", f"wd{r}"], [f"p{r}"])]
+        products.append(f"p{r}")
+    total = products[0]
+    for r, product in enumerate(products[1:]):
+        nodes.append(helper.make_node("Add", [total, product], [f"s{r}"]))
+        total = f"s{r}"
+    nodes.append(helper.make_node("Relu" if then_relu else "Identity", [total], ["y"]))
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if also_add:
+        nodes.append(helper.make_node("Add", ["xd", "xd"], ["z"]))
+        outputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
+                              outputs, constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+FORMS = {
+    "uint8 X, 70 rows, K 48, N 70": (70, 48, 70, {}),
+    "int8 X, 11 rows, K 50 (not a multiple of 4)": (11, 50, 40, {"zero_type": TensorProto.INT8}),
+    "one weight scale, 9 rows, K 384, N 33": (9, 384, 33, {"per_tensor": True}),
+    "Relu fused, 8 rows": (8, 64, 32, {"then_relu": True}),
+    "three MatMuls on one round trip": (16, 40, 24, {"readers": 3}),
+}
+
+
+def inputs(rows: int, k: int) -> dict[str, np.ndarray]:
+    """Values across X's quantized range and past both ends (saturation), and ties of the rounding."""
+    x = np.random.default_rng(rows + k).uniform(-3.5, 3.5, (rows, k)).astype(np.float32)
+    x.reshape(-1)[::7] = np.float32(0.01) * np.arange(x.size)[::7] % 3
+    return {"x": x}
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
+def test_qdq_matmul_runs_as_int8_matmul_and_matches_onnxruntime(provider: str, form: str) -> None:
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    rows, k, n, options = FORMS[form]
+    model = qdq_matmul(rows, k, n, **options)
+    kinds = [op.kind for op in lower_to_plan(model, {"x": [rows, k]}).ops]
+    assert kinds.count("Int8MatMul") == options.get("readers", 1) and "Quantize" not in kinds
+    feeds = inputs(rows, k)
+    expected = run_onnxruntime(model, feeds)["y"]
+    actual = PROVIDERS[provider].compile(model, {}).run(feeds)["y"]
+    assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_the_relu_after_it_fuses() -> None:
+    op, = [op for op in lower_to_plan(qdq_matmul(8, 64, 32, then_relu=True), {"x": [8, 64]}).ops
+           if op.kind == "Int8MatMul"]
+    assert op.params[1] == ACTIVATIONS["Relu"]
+
+
+def test_a_round_trip_another_op_reads_stays() -> None:
+    model = qdq_matmul(12, 32, 32, also_add=True)
+    kinds = [op.kind for op in lower_to_plan(model, {"x": [12, 32]}).ops]
+    assert "Int8MatMul" in kinds and "Quantize" in kinds
+    feeds = inputs(12, 32)
+    expected = run_onnxruntime(model, feeds)
+    actual = PROVIDERS["cpu"].compile(model, {}).run(feeds)
+    for name in ("y", "z"):
+        np.testing.assert_allclose(actual[name], expected[name], rtol=1e-5, atol=1e-5 * np.abs(expected[name]).max())
+
+
+def test_few_rows_keep_the_float_product() -> None:
+    """At most 4 rows run as the round trip and a MatMul on its floats (the 8-row integer tile would be mostly idle)."""
+    kinds = [op.kind for op in lower_to_plan(qdq_matmul(4, 32, 32), {"x": [4, 32]}).ops]
+    assert "Int8MatMul" not in kinds and "Quantize" in kinds
+
+
+@pytest.mark.parametrize("field", ["B's groups", "column sums"])
+def test_loader_refuses_an_int8_matmul_whose_inputs_do_not_fit(field: str) -> None:
+    plan = lower_to_plan(qdq_matmul(8, 64, 32), {"x": [8, 64]})
+    op, = [op for op in plan.ops if op.kind == "Int8MatMul"]
+    NativeSession(epk.write(plan))
+    if field == "B's groups":
+        weight = plan.tensors[op.inputs[1]]
+        weight.shape, weight.data = (1, 15, 32, 4), weight.data[:, :15]
+    else:
+        sums = plan.tensors[op.inputs[3]]
+        sums.shape, sums.data = (31,), sums.data[:31]
+    with pytest.raises(NativeError) as caught:
+        NativeSession(epk.write(plan))
+    assert "Int8MatMul" in str(caught.value)

@@ -62,42 +62,54 @@ static void panel_scales(const int8_product *m, int64_t p, float factor, float *
 /* X as bytes, rows `padded` apart (zero past K): QuantizeLinear's values, plus 128 for an int8 zero point, so that
    every byte is unsigned as vpdpbusd takes it. */
 static void quantize_rows(const int8_product *m, int64_t padded, float shift, uint8_t *q) {
-    for (int64_t i = 0; i < m->rows; i++) {
-        const float *row = m->x + i * m->k;
+    /* The fields in locals: a byte store may alias them, and reloading them each element keeps the loop scalar. */
+    const float scale = m->x_scale, zero = m->x_zero, low = m->low, high = m->high;
+    const int64_t rows = m->rows, k = m->k;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *row = m->x + i * k;
         uint8_t *to = q + i * padded;
-        for (int64_t j = 0; j < m->k; j++)
-            to[j] = (uint8_t)(int32_t)(quantized_value(row[j], m->x_scale, m->x_zero, m->low, m->high) + shift);
-        for (int64_t j = m->k; j < padded; j++) to[j] = 0;
+        for (int64_t j = 0; j < k; j++) to[j] = (uint8_t)(int32_t)(quantized_value(row[j], scale, zero, low, high) + shift);
+        for (int64_t j = k; j < padded; j++) to[j] = 0;
     }
 }
+
+/* Four bytes of a row of X, as one 32-bit lane broadcast. */
+static inline __m512i four_bytes(const uint8_t *at) {
+    int32_t four;
+    __builtin_memcpy(&four, at, sizeof four);
+    return _mm512_set1_epi32(four);
+}
+
+/* The int32 sums of row r: 4 byte products per lane and group, over both halves of the panel. Named accumulators,
+   not an array: GCC copies an array's vectors in and out of registers around every vpdpbusd. */
+#define ROW_SUMS(r)                                                                                                 \
+    {                                                                                                               \
+        __m512i a = four_bytes(arow[r] + g * GROUP);                                                                \
+        lo##r = _mm512_dpbusd_epi32(lo##r, a, b0);                                                                  \
+        hi##r = _mm512_dpbusd_epi32(hi##r, a, b1);                                                                  \
+    }
 
 /* Rows [i, i + rows) of one panel's output: int32 sums of 4 byte products per lane, less the zero point times the
    column sums, times X's scale and the column's, added to what the output holds when accumulating, then the
    activation. */
 static void integer_tile(const int8_product *m, const uint8_t *q, int64_t padded, const int8_t *panel, int64_t i,
                          int64_t rows, int64_t p, const float *steps, const int32_t *offsets) {
-    __m512i acc[INT8_MR][2];
     const uint8_t *arow[INT8_MR];
-    for (int r = 0; r < INT8_MR; r++) {
-        arow[r] = q + (i + (r < rows ? r : rows - 1)) * padded;
-        acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    }
+    for (int r = 0; r < INT8_MR; r++) arow[r] = q + (i + (r < rows ? r : rows - 1)) * padded;
+    __m512i lo0 = _mm512_setzero_si512(), hi0 = lo0, lo1 = lo0, hi1 = lo0, lo2 = lo0, hi2 = lo0, lo3 = lo0, hi3 = lo0;
+    __m512i lo4 = lo0, hi4 = lo0, lo5 = lo0, hi5 = lo0, lo6 = lo0, hi6 = lo0, lo7 = lo0, hi7 = lo0;
     for (int64_t g = 0; g < m->groups; g++) {
         __m512i b0 = _mm512_loadu_si512(panel + g * PANEL * GROUP);
         __m512i b1 = _mm512_loadu_si512(panel + g * PANEL * GROUP + 64);
-        for (int r = 0; r < INT8_MR; r++) {
-            int32_t four;
-            __builtin_memcpy(&four, arow[r] + g * GROUP, sizeof four);
-            __m512i a = _mm512_set1_epi32(four);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
-        }
+        ROW_SUMS(0) ROW_SUMS(1) ROW_SUMS(2) ROW_SUMS(3) ROW_SUMS(4) ROW_SUMS(5) ROW_SUMS(6) ROW_SUMS(7)
     }
+    __m512i sums[INT8_MR][2] = {{lo0, hi0}, {lo1, hi1}, {lo2, hi2}, {lo3, hi3},
+                                {lo4, hi4}, {lo5, hi5}, {lo6, hi6}, {lo7, hi7}};
     int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
     for (int64_t r = 0; r < rows; r++) {
         float values[PANEL], *out = m->y + (i + r) * m->cols + p * PANEL;
         for (int h = 0; h < 2; h++) {
-            __m512i exact = _mm512_sub_epi32(acc[r][h], _mm512_loadu_si512(offsets + 16 * h));
+            __m512i exact = _mm512_sub_epi32(sums[r][h], _mm512_loadu_si512(offsets + 16 * h));
             _mm512_storeu_ps(values + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(exact), _mm512_loadu_ps(steps + 16 * h)));
         }
         for (int64_t j = 0; j < width; j++) out[j] = m->e->accumulate ? out[j] + values[j] : values[j];

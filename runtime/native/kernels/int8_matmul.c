@@ -68,7 +68,8 @@ static void quantize_rows(const int8_product *m, int64_t padded, float shift, ui
     for (int64_t i = 0; i < rows; i++) {
         const float *row = m->x + i * k;
         uint8_t *to = q + i * padded;
-        for (int64_t j = 0; j < k; j++) to[j] = (uint8_t)(int32_t)(quantized_value(row[j], scale, zero, low, high) + shift);
+        for (int64_t j = 0; j < k; j++)
+            to[j] = (uint8_t)(int32_t)(quantized_value(row[j], scale, zero, low, high) + shift);
         for (int64_t j = k; j < padded; j++) to[j] = 0;
     }
 }
@@ -110,7 +111,8 @@ static void integer_tile(const int8_product *m, const uint8_t *q, int64_t padded
         float values[PANEL], *out = m->y + (i + r) * m->cols + p * PANEL;
         for (int h = 0; h < 2; h++) {
             __m512i exact = _mm512_sub_epi32(sums[r][h], _mm512_loadu_si512(offsets + 16 * h));
-            _mm512_storeu_ps(values + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(exact), _mm512_loadu_ps(steps + 16 * h)));
+            __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), _mm512_loadu_ps(steps + 16 * h));
+            _mm512_storeu_ps(values + 16 * h, scaled);
         }
         for (int64_t j = 0; j < width; j++) out[j] = m->e->accumulate ? out[j] + values[j] : values[j];
         ep_activate_row(m->e->act, out, out, width, m->e->act_a, m->e->act_b);

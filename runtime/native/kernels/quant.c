@@ -1,10 +1,10 @@
 /* Quantized weights (int8 or packed int4 with float32 or float16 scales; float16 with none) under Conv,
-   ConvTranspose, MatMul, Gemm, LSTM and PackedMatMul. A quantized op carries, after its own inputs and parameters, one scale input
-   and two parameter words (axis, block size; 0 = one scale per index along the axis) per weight slot; EPK.md gives
-   the layouts. Each call dequantizes its weights into the head of the scratch, as ONNX DequantizeLinear computes them
-   (rounded to float16 when the scales are float16; float16 weights widened exactly), and runs the float kernel on
-   them with the rest of the scratch; PackedMatMul dequantizes one panel of B at a time, just before the product
-   reads it (the panel stays in cache, and no call writes the whole float weight). */
+   ConvTranspose, MatMul, Gemm, LSTM and PackedMatMul. A quantized op carries, after its own inputs and parameters,
+   one scale input and two parameter words (axis, block size; 0 = one scale per index along the axis) per weight
+   slot; EPK.md gives the layouts. Each call dequantizes its weights into the head of the scratch, as ONNX
+   DequantizeLinear computes them (rounded to float16 when the scales are float16; float16 weights widened exactly),
+   and runs the float kernel on them with the rest of the scratch; PackedMatMul dequantizes one panel of B at a time,
+   just before the product reads it (the panel stays in cache, and no call writes the whole float weight). */
 #include "gemm.h"
 #include "vector_math.h"
 #if defined(__F16C__)
@@ -138,9 +138,10 @@ static float half_to_float(uint16_t h) {
     return v.f;
 }
 
-/* float16 values widened exactly, 8 at a time: by the CPU's own conversion where it has one (F16C, ARM64; GCC 12
-   turns a _Float16 vector conversion into one instruction per element on x86, hence the intrinsic), else without branches: the half's exponent and mantissa bits moved into a float's and the float scaled by
-   2^112 (exact for normal and subnormal halves), infinities and NaNs set apart. */
+/* float16 values widened exactly, 8 at a time: by the CPU's own conversion where it has one (F16C, ARM64; on x86
+   GCC 12 turns a _Float16 vector conversion into one instruction per element, hence the intrinsic there), else
+   without branches: the half's exponent and mantissa bits moved into a float's and the float scaled by 2^112 (exact
+   for normal and subnormal halves), infinities and NaNs set apart. */
 static void widen_halves(const uint16_t *half, float *out, int64_t count) {
     int64_t i = 0;
 #if defined(__F16C__)
@@ -288,7 +289,6 @@ static void int8_panel(const int8_t *q, const float *steps, int64_t k, int64_t b
 typedef struct panel_source {
     const ep_tensor *w, *scale;
     int32_t axis, block;
-    int64_t columns;
     float *out;
 } panel_source;
 
@@ -306,9 +306,6 @@ static const float *dequantized_panel(void *state, int64_t p) {
         scale.count = scale.dims[1] * scale.dims[2];
         scale.data = (char *)scale.data + (size_t)(p * scale.count * ep_dtype_bits(scale.dtype) / 8);
     }
-    if ((p + 1) * EP_PREPACKED_COLUMNS < src->columns) /* the next panel's bytes load while this one multiplies */
-        for (int64_t at = 0; at < floats * ep_dtype_bits(w->dtype) / 8; at += 64)
-            __builtin_prefetch((const char *)panel.data + floats * ep_dtype_bits(w->dtype) / 8 + at);
     if (w->dtype == EP_I8 && scale.dtype == EP_F32)
         int8_panel((const int8_t *)panel.data, (const float *)scale.data, w->dims[1], src->block, src->out);
     else
@@ -320,7 +317,7 @@ static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
     const slots *s = slots_of(n->id);
     if (!is_quantized_form(n, s) || n->in[1]->dtype == EP_F32) return run_quantized(&ep_kernel_packed_matmul, n, ctx);
     panel_source src = {n->in[1], n->in[s->own_inputs], n->params[s->own_params], n->params[s->own_params + 1],
-                        n->params[0], ctx->scratch};
+                        ctx->scratch};
     ep_packed_matmul(n, dequantized_panel, &src);
     return EP_OK;
 }

@@ -1,7 +1,7 @@
-"""A QDQ MatMul as Int8MatMul: X through QuantizeLinear and DequantizeLinear (the round trip just emitted, which only
-this MatMul reads) by a constant int8 weight with one scale per column. The op takes X before its round trip, the
-weight in panels of 32 columns with 4 rows of K side by side (the groups 8-bit dot-product instructions read), the
-weight's column sums (for X's zero point) and both scales."""
+"""A QDQ MatMul as Int8MatMul: X through QuantizeLinear and DequantizeLinear (a round trip the lowering emitted) by
+a constant int8 weight with one scale per column. The op takes X before its round trip, the weight in panels of 32
+columns with 4 rows of K side by side (the groups 8-bit dot-product instructions read), the weight's column sums (for
+X's zero point) and both scales; a round trip no op reads any more is then dropped from the plan."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from ..lower import Lowering
 
 
-
 def _optional(inputs: list[Any], index: int) -> Any:
     return inputs[index] if len(inputs) > index else None
 
@@ -47,7 +46,7 @@ def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
     same single scale and zero point (a QDQ model's pair around every activation); if so that op now gives the
     pair's float32 result in one pass (mode ROUND_TRIP) and x is that output."""
     if not isinstance(x, Runtime) or not lw.ops or zero is None or isinstance(scale, Runtime) or \
-            isinstance(zero, Runtime) or np.size(scale) != 1:
+            isinstance(zero, Runtime) or np.size(scale) != 1 or np.asarray(zero).dtype.name not in ("int8", "uint8"):
         return False
     quantize = lw.ops[-1]
     name = lw.tensors[x.index].name

@@ -11,6 +11,7 @@ from edgepack.runtime.native.epk import F32
 
 from ..values import Runtime, attributes
 from . import constant, emitter, shape_of, unsupported
+from .nn_ops import packed_panels
 
 if TYPE_CHECKING:
     from ..lower import Lowering
@@ -70,6 +71,24 @@ def outputs_of(lw: Lowering, node: onnx.NodeProto, shapes: list[tuple[int, ...]]
             for k, (name, shape) in enumerate(zip(names, shapes))]
 
 
+REORDERED_STEPS = 4
+"""Sequences from this long take their weights reordered (recurrent.c): W's input products of a block of steps run
+on the matrix-product micro-kernel, which fewer steps would leave mostly idle."""
+
+
+def reordered_weights(lw: Lowering, w: Any, r: Any, seq: int) -> tuple[Any, Any, list[int]]:
+    """W and R as the recurrent kernels take them, and the params word that says how: float32 constants of a sequence
+    of REORDERED_STEPS or more go reordered at plan time (W in the micro-kernel's panels per direction, R transposed,
+    each made once per weight), anything else (quantized or run-time weights) as it is."""
+    if not lw.packed_weights or seq < REORDERED_STEPS or not all(
+            isinstance(v, np.ndarray) and v.dtype == np.float32 for v in (w, r)):
+        return w, r, []
+    panels = lw.reshaped_weight(w, "recurrent panels", lambda v: np.stack([packed_panels(np.ascontiguousarray(d.T))
+                                                                          for d in v]))
+    transposed = lw.reshaped_weight(r, "transposed per direction", lambda v: np.ascontiguousarray(v.transpose(0, 2, 1)))
+    return panels, transposed, [1]
+
+
 def emit_plain_lstm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     """The LSTM plan op: default activations, layout 0, no clip, peepholes, input_forget or short sequences."""
     attrs = attributes(node)
@@ -80,7 +99,8 @@ def emit_plain_lstm(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> li
     dirs = 2 if direction == 2 else 1
     shapes = [(seq, dirs, batch, hidden), (dirs, batch, hidden), (dirs, batch, hidden)]
     outs = outputs_of(lw, node, shapes)
-    lw.emit("LSTM", [x, inputs[1], inputs[2], inputs[3], inputs[5], inputs[6]], outs, [hidden, direction],
+    w, r, reordered = reordered_weights(lw, inputs[1], inputs[2], seq)
+    lw.emit("LSTM", [x, w, r, inputs[3], inputs[5], inputs[6]], outs, [hidden, direction, *reordered],
             scratch_bytes(4, hidden, seq))
     return outs[:len(node.output)]
 
@@ -118,10 +138,11 @@ def emit_recurrent(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> lis
     if node.op_type == "LSTM":
         shapes.append(state)
     outs = outputs_of(lw, node, shapes)
+    w, r, reordered = reordered_weights(lw, inputs[1], inputs[2], seq)
     params = [CELLS[node.op_type], hidden, direction, layout, attrs.get("linear_before_reset", 0),
               attrs.get("input_forget", 0), int("clip" in attrs), F32(attrs.get("clip", 0.0)),
-              *activation_params(node, dirs)]
+              *activation_params(node, dirs), *reordered]
     lengths = sequence_lengths(node, inputs[4], seq)
-    lw.emit("Recurrent", [*inputs[:4], lengths, *inputs[5:]], outs, params,
+    lw.emit("Recurrent", [inputs[0], w, r, inputs[3], lengths, *inputs[5:]], outs, params,
             scratch_bytes(GATES[node.op_type], hidden, seq))
     return outs[:len(node.output)]

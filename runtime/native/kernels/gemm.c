@@ -382,9 +382,9 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
     panels_product(m, k, nb, a, a_row, a_col, packed, EP_GEMM_NR, c, ldc, epilogue);
 }
 
-void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, const float *panels, float *c, int64_t ldc,
-                       const ep_epilogue *epilogue) {
-    panels_product(m, k, n, a, k, 1, panels, EP_PREPACKED_COLUMNS, c, ldc, epilogue);
+void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, const float *panels, float *c,
+                       int64_t ldc, const ep_epilogue *epilogue) {
+    panels_product(m, k, n, a, a_row, 1, panels, EP_PREPACKED_COLUMNS, c, ldc, epilogue);
 }
 
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,

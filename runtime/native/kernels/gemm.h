@@ -58,10 +58,10 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
    as EP_PREPACKED_COLUMNS / NR panels of its own side by side. */
 #define EP_PREPACKED_COLUMNS 32
 
-/* C[0:M, 0:N] (leading dim ldc) (+)= A[M, K] (rows contiguous) x B, B packed at plan time: panels of
-   EP_PREPACKED_COLUMNS columns, each K rows of them, zero past column N; then bias and activation. */
-void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, const float *panels, float *c, int64_t ldc,
-                       const ep_epilogue *epilogue);
+/* C[0:M, 0:N] (leading dim ldc) (+)= A[M, K] (rows a_row apart, each contiguous) x B, B packed at plan time:
+   panels of EP_PREPACKED_COLUMNS columns, each K rows of them, zero past column N; then bias and activation. */
+void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, const float *panels, float *c,
+                       int64_t ldc, const ep_epilogue *epilogue);
 
 /* Panel p (K x EP_PREPACKED_COLUMNS floats) of a PackedMatMul's B: in place for a float32 B, dequantized into the
    scratch for a quantized one. */

@@ -152,7 +152,7 @@ static void float_product(const int8_product *m, float *scratch) {
             for (int64_t j = 0; j < PANEL; j++) panel[kk * PANEL + j] = (float)group[j * GROUP] * steps[j];
         }
         int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
-        ep_gemm_prepacked(m->rows, m->k, width, a, panel, m->y + p * PANEL, m->cols, m->e);
+        ep_gemm_prepacked(m->rows, m->k, width, a, m->k, panel, m->y + p * PANEL, m->cols, m->e);
     }
 }
 #endif

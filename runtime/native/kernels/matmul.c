@@ -195,7 +195,7 @@ void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state) {
     for (int64_t p = 0; p * EP_PREPACKED_COLUMNS < cols; p++) {
         int64_t first = p * EP_PREPACKED_COLUMNS, width = cols - first;
         ep_gemm_prepacked(rows, k, width < EP_PREPACKED_COLUMNS ? width : EP_PREPACKED_COLUMNS,
-                          (const float *)a->data, source(state, p), out + first, cols, &e);
+                          (const float *)a->data, k, source(state, p), out + first, cols, &e);
     }
 }
 

@@ -4,7 +4,11 @@
    direction, layout, linear_before_reset, input_forget, clip flag, clip, then per direction and activation: code,
    alpha, beta). Each batch row runs alone, so a row with a shorter sequence_lens stops early: its Y is zero past its
    length and its Y_h (Y_c) holds the state at its last step (zero for a row of length 0, as onnxruntime gives). The
-   running state lives in Y_h (and Y_c). */
+   running state lives in Y_h (and Y_c). Either op may end its params with a word 1: its weights then come reordered
+   at plan time, W in the matrix-product kernel's panels ([dirs, ceil(gates x hidden / 32), input, 32]: the input
+   products of a block of steps one product on the micro-kernel) and R transposed ([dirs, hidden, gates x hidden]:
+   R h as h times R^T's rows, in vectors along the gates, where dot products along the hidden size end each in a
+   horizontal sum). */
 #include "gemm.h"
 #include "vector_math.h"
 
@@ -18,7 +22,7 @@ typedef struct activation {
 } activation;
 
 typedef struct recurrent {
-    int32_t cell, gates, direction, dirs, layout, linear_before_reset, input_forget, clipped;
+    int32_t cell, gates, direction, dirs, layout, linear_before_reset, input_forget, clipped, reordered;
     float clip;
     int64_t seq, batch, input, hidden;
     const ep_tensor *x, *w, *r, *bias, *lengths, *h0, *c0, *peep;
@@ -62,8 +66,11 @@ static int is_state(const recurrent *s, const ep_tensor *t) {
 static ep_status check_shapes(const ep_node *n, const recurrent *s, char *error) {
     int64_t h = s->hidden, g = s->gates;
     if (h < 1 || h > ((int64_t)1 << 24)) return ep_fail(error, n, ": bad hidden size");
-    if (!dims_are(s->w, 3, s->dirs, g * h, s->input, 0) || !dims_are(s->r, 3, s->dirs, g * h, h, 0))
-        return ep_fail(error, n, ": W or R has the wrong shape");
+    int w_ok = s->reordered ? dims_are(s->w, 4, s->dirs, (g * h + EP_PREPACKED_COLUMNS - 1) / EP_PREPACKED_COLUMNS,
+                                       s->input, EP_PREPACKED_COLUMNS)
+                            : dims_are(s->w, 3, s->dirs, g * h, s->input, 0);
+    int r_ok = s->reordered ? dims_are(s->r, 3, s->dirs, h, g * h, 0) : dims_are(s->r, 3, s->dirs, g * h, h, 0);
+    if (!w_ok || !r_ok) return ep_fail(error, n, ": W or R has the wrong shape");
     if (s->bias && !dims_are(s->bias, 2, s->dirs, 2 * g * h, 0, 0)) return ep_fail(error, n, ": B has the wrong shape");
     if (s->peep && !dims_are(s->peep, 2, s->dirs, 3 * h, 0, 0)) return ep_fail(error, n, ": P has the wrong shape");
     if (s->lengths && (s->lengths->dtype != EP_I32 || s->lengths->rank != 1 || s->lengths->dims[0] != s->batch))
@@ -94,9 +101,9 @@ static void default_activations(recurrent *s) {
 }
 
 static ep_status read_lstm(const ep_node *n, recurrent *s, char *error) {
-    if (n->n_in != 6 || n->n_out != 3 || n->n_params != 2)
+    if (n->n_in != 6 || n->n_out != 3 || n->n_params < 2 || n->n_params > 3 || (n->n_params == 3 && n->params[2] != 1))
         return ep_fail(error, n, ": wrong inputs, outputs or parameters");
-    *s = (recurrent){CELL_LSTM, 4, n->params[1], 1, 0, 0, 0, 0, 0.0f, 0, 0, 0, n->params[0],
+    *s = (recurrent){CELL_LSTM, 4, n->params[1], 1, 0, 0, 0, 0, n->n_params == 3, 0.0f, 0, 0, 0, n->params[0],
                      n->in[0], n->in[1], n->in[2], n->in[3], 0, n->in[4], n->in[5], 0,
                      n->out[0], n->out[1], n->out[2], {{{0}}}};
     if (s->direction < 0 || s->direction > 2) return ep_fail(error, n, ": bad direction");
@@ -106,8 +113,10 @@ static ep_status read_lstm(const ep_node *n, recurrent *s, char *error) {
 
 static ep_status read_activations(const ep_node *n, recurrent *s, char *error) {
     int32_t count = s->cell == CELL_RNN ? 1 : s->cell == CELL_GRU ? 2 : 3;
-    if (n->n_params != (uint32_t)(FIXED_PARAMS + 3 * count * s->dirs))
+    uint32_t words = (uint32_t)(FIXED_PARAMS + 3 * count * s->dirs);
+    if (n->n_params != words && (n->n_params != words + 1 || n->params[words] != 1))
         return ep_fail(error, n, ": bad parameter count");
+    s->reordered = n->n_params == words + 1;
     for (int32_t d = 0; d < s->dirs; d++)
         for (int32_t k = 0; k < count; k++) {
             uint32_t at = (uint32_t)(FIXED_PARAMS + 3 * (d * count + k));
@@ -122,7 +131,7 @@ static ep_status read_recurrent(const ep_node *n, recurrent *s, char *error) {
     if (n->n_in != 8 || n->n_out < 2 || n->n_out > 3 || n->n_params < FIXED_PARAMS)
         return ep_fail(error, n, ": wrong inputs, outputs or parameters");
     const int32_t *p = n->params;
-    *s = (recurrent){p[0], 0, p[2], 1, p[3], p[4], p[5], p[6], ep_param_f32(n, 7), 0, 0, 0, p[1],
+    *s = (recurrent){p[0], 0, p[2], 1, p[3], p[4], p[5], p[6], 0, ep_param_f32(n, 7), 0, 0, 0, p[1],
                      n->in[0], n->in[1], n->in[2], n->in[3], n->in[4], n->in[5], n->in[6], n->in[7],
                      n->out[0], n->out[1], n->n_out == 3 ? n->out[2] : 0, {{{0}}}};
     if (s->cell < CELL_RNN || s->cell > CELL_LSTM || s->direction < 0 || s->direction > 2 || (s->layout & ~1) ||
@@ -182,10 +191,13 @@ typedef struct direction_weights {
 
 static const ep_epilogue plain_product = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
 
-/* out[j] = (R h)[col0 + j] for `cols` gate rows: dot products, R read once. */
+/* out[j] = (R h)[col0 + j] for `cols` gate rows: h times R^T's columns, or dot products; R read once. */
 static void recurrent_product(const recurrent *s, const direction_weights *d, const float *h, int64_t col0,
                               int64_t cols, float *out) {
-    ep_gemm_dot(cols, 1, s->hidden, d->r + col0 * s->hidden, h, s->hidden, out, 1, 1, &plain_product);
+    if (s->reordered)
+        ep_gemv(1, s->hidden, cols, h, s->hidden, 1, d->r + col0, s->gates * s->hidden, out, cols, &plain_product);
+    else
+        ep_gemm_dot(cols, 1, s->hidden, d->r + col0 * s->hidden, h, s->hidden, out, 1, 1, &plain_product);
 }
 
 /* The activation of n pre-activations in place (clipped first when `clip_first` and the op clips): Sigmoid and Tanh
@@ -265,7 +277,8 @@ static void lstm_step(const recurrent *s, const direction_weights *d, const step
 static direction_weights weights_of(const recurrent *s, int64_t dir) {
     int64_t gh = s->gates * s->hidden;
     const float *bias = s->bias ? (const float *)s->bias->data + dir * 2 * gh : 0;
-    return (direction_weights){(const float *)s->w->data + dir * gh * s->input,
+    int64_t w_floats = s->reordered ? s->w->count / s->dirs : gh * s->input;
+    return (direction_weights){(const float *)s->w->data + dir * w_floats,
                                (const float *)s->r->data + dir * gh * s->hidden, bias, bias ? bias + gh : 0,
                                s->peep ? (const float *)s->peep->data + dir * 3 * s->hidden : 0, s->act[dir]};
 }
@@ -279,7 +292,10 @@ static void input_products(const recurrent *s, const direction_weights *d, int64
                            float *xw) {
     int64_t gh = s->gates * s->hidden, x_step = x_row(s, 1, 0) - x_row(s, 0, 0);
     const float *x = (const float *)s->x->data + x_row(s, first, b);
-    ep_gemm_dot(gh, count, s->input, d->w, x, x_step, xw, 1, gh, &plain_product);
+    if (s->reordered)
+        ep_gemm_prepacked(count, s->input, gh, x, x_step, d->w, xw, gh, &plain_product);
+    else
+        ep_gemm_dot(gh, count, s->input, d->w, x, x_step, xw, 1, gh, &plain_product);
     if (d->wb)
         for (int64_t t = 0; t < count; t++)
             for (int64_t g = 0; g < gh; g++) xw[t * gh + g] += d->wb[g];

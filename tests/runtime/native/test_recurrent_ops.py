@@ -1,6 +1,7 @@
 """RNN, GRU and LSTM on the `cpu` provider against onnxruntime, on single-node models: every direction, both layouts,
 initial states, biases, sequence_lens (a constant or a model input), clip, GRU's linear_before_reset, LSTM's
-peepholes and input_forget, and activations with and without alpha and beta; within 1e-4."""
+peepholes and input_forget, and activations with and without alpha and beta; within 1e-4. Weights reordered at plan
+time (from 4 steps) also on the wasm and neon cores."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
+from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
@@ -173,3 +175,33 @@ ACTIVATION_CASES = [
 @pytest.mark.parametrize(("op", "attributes"), ACTIVATION_CASES)
 def test_activations(op: str, attributes: dict[str, Any]) -> None:
     check(op, **attributes)
+
+
+@pytest.mark.parametrize(("seq", "reordered"), [(3, False), (4, True)])
+@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+def test_sequences_from_four_steps_take_their_weights_reordered(op: str, seq: int, reordered: bool) -> None:
+    """From 4 steps the plan holds W in the micro-kernel's panels per direction and R transposed, and says so in its
+    last params word; shorter sequences keep ONNX's layouts."""
+    model, feeds = recurrent_model(op, seq=seq, direction="bidirectional")
+    plan = lower_to_plan(model, {k: v.shape for k, v in feeds.items()})
+    recurrent, = [o for o in plan.ops if o.kind in ("LSTM", "Recurrent")]
+    w, r = (plan.tensors[i] for i in recurrent.inputs[1:3])
+    gates = GATES[op] * HIDDEN
+    if reordered:
+        assert recurrent.params[-1] == 1
+        assert w.shape == (2, -(-gates // 32), INPUT, 32) and r.shape == (2, HIDDEN, gates)
+    else:
+        assert w.shape == (2, gates, INPUT) and r.shape == (2, gates, HIDDEN)
+
+
+@pytest.mark.parametrize("provider", ["wasm", "neon"])
+@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+def test_reordered_weights_on_builds_with_narrower_panels(provider: str, op: str) -> None:
+    """The wasm and NEON cores read W's 32-column panels as several of their own, and R^T in their vectors."""
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    model, feeds = recurrent_model(op, seq=6, direction="bidirectional")
+    expected = run_onnxruntime(model, feeds)
+    ours = PROVIDERS[provider].compile(model, {}).run(feeds)
+    for name, value in expected.items():
+        np.testing.assert_allclose(ours[name], value, rtol=TOLERANCE, atol=TOLERANCE, err_msg=name)

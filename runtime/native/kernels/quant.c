@@ -126,6 +126,27 @@ static inline float to_half_precision(float x) {
     return v.f;
 }
 
+/* Each float rounded to the nearest float16 value (ties to even), in place: 8 at a time through the CPU's own
+   conversions where it has them (F16C, ARM64; the scalar rounding took 90% of an int4 weight's dequantization),
+   else one by one. */
+static void round_to_halves(float *v, int64_t count) {
+    int64_t i = 0;
+#if defined(__F16C__)
+    for (; i + 8 <= count; i += 8)
+        _mm256_storeu_ps(v + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(__aarch64__)
+    typedef _Float16 halves __attribute__((vector_size(16)));
+    typedef float floats __attribute__((vector_size(32)));
+    for (; i + 8 <= count; i += 8) {
+        floats f;
+        __builtin_memcpy(&f, v + i, sizeof f);
+        f = __builtin_convertvector(__builtin_convertvector(f, halves), floats);
+        __builtin_memcpy(v + i, &f, sizeof f);
+    }
+#endif
+    for (; i < count; i++) v[i] = to_half_precision(v[i]);
+}
+
 static float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
     union { uint32_t u; float f; } v;
@@ -234,9 +255,7 @@ static void dequantize(const ep_tensor *w, const ep_tensor *scale, int32_t axis,
             else times_scale_rows(plane + first * inner, rows, inner, scale, (o * blocks + b) * inner);
         }
     }
-    int64_t count = w->count;
-    if (scale->dtype == EP_F16)
-        for (int64_t i = 0; i < count; i++) out[i] = to_half_precision(out[i]);
+    if (scale->dtype == EP_F16) round_to_halves(out, w->count);
 }
 
 static ep_status run_quantized(const ep_kernel *inner, const ep_node *n, const ep_context *ctx) {

@@ -9,6 +9,10 @@
 #include "vector_math.h"
 #if defined(__F16C__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+/* Eight float16 values and eight floats, which ARM64 converts between in vector registers. */
+typedef _Float16 halves __attribute__((vector_size(16)));
+typedef float floats __attribute__((vector_size(32)));
 #endif
 
 extern const ep_kernel ep_kernel_conv, ep_kernel_conv_transpose, ep_kernel_matmul, ep_kernel_gemm, ep_kernel_lstm,
@@ -135,8 +139,6 @@ static void round_to_halves(float *v, int64_t count) {
     for (; i + 8 <= count; i += 8)
         _mm256_storeu_ps(v + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(v + i), _MM_FROUND_TO_NEAREST_INT)));
 #elif defined(__aarch64__)
-    typedef _Float16 halves __attribute__((vector_size(16)));
-    typedef float floats __attribute__((vector_size(32)));
     for (; i + 8 <= count; i += 8) {
         floats f;
         __builtin_memcpy(&f, v + i, sizeof f);
@@ -169,8 +171,6 @@ static void widen_halves(const uint16_t *half, float *out, int64_t count) {
     for (; i + 8 <= count; i += 8)
         _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(half + i))));
 #elif defined(__aarch64__)
-    typedef _Float16 halves __attribute__((vector_size(16)));
-    typedef float floats __attribute__((vector_size(32)));
     for (; i + 8 <= count; i += 8) {
         halves h;
         __builtin_memcpy(&h, half + i, sizeof h);

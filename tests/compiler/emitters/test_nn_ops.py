@@ -142,7 +142,7 @@ def test_gemm_forms_packed_matmul_does_not_take_stay_gemm() -> None:
 
 def dequantized_weight_model(form: str, rows: int = 11) -> onnx.ModelProto:
     """x [rows, 48] by a constant 48 x 70 weight in the quantized `form` of QUANTIZED_FORMS (DequantizeLinear of int8
-    or int4, or a Cast of float16), through MatMul, or Gemm with the weight stored 70 x 40 (transB) and a bias."""
+    or int4, or a Cast of float16), through MatMul, or Gemm with the weight stored 70 x 48 (transB) and a bias."""
     rng = np.random.default_rng(len(form))
     k, n = 48, 70
     gemm = form.startswith("Gemm")

@@ -120,6 +120,17 @@ def scratch_bytes(value: Quantized, kind: str) -> int:
     return (count + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN * 4
 
 
+def scales_per_column(value: Quantized, transposed: bool = False) -> np.ndarray | None:
+    """The N scales of a quantized K x N weight (N x K when `transposed`) whose scales do not vary along K: one per
+    column, or one for the whole weight repeated; None where they vary along K or come in blocks."""
+    if value.scale is None or value.block:
+        return None
+    if value.axis != (1 if transposed else 0):
+        return value.scale
+    n = value.shape[0 if transposed else 1]
+    return np.full(n, value.scale[0], value.scale.dtype) if np.all(value.scale == value.scale[0]) else None
+
+
 def in_panels(value: Quantized, transposed: bool, pack: Callable[[np.ndarray], np.ndarray]) -> Quantized | None:
     """A quantized K x N weight (N x K when `transposed`) as PackedMatMul's B: its values in panels (`pack`), and its
     scales per column, blocked along K, in the same panels ([P, blocks, 32], axis 1); None where the scales differ
@@ -129,10 +140,8 @@ def in_panels(value: Quantized, transposed: bool, pack: Callable[[np.ndarray], n
         return Quantized(pack(values), None, 0, 0, value.dtype)
     k, n = values.shape
     k_axis = 1 if transposed else 0
-    if not value.block and value.axis != k_axis:
-        steps, block = value.scale.reshape(1, n), k
-    elif not value.block and np.all(value.scale == value.scale[0]):
-        steps, block = np.full((1, n), value.scale[0], value.scale.dtype), k
+    if (columns := scales_per_column(value, transposed)) is not None:
+        steps, block = columns.reshape(1, n), k
     elif value.block and value.axis == k_axis and \
             value.scale.shape == ((n, -(-k // value.block), 1) if transposed else (1, -(-k // value.block), n)):
         steps, block = (value.scale[:, :, 0].T if transposed else value.scale[0]), value.block

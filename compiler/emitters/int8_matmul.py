@@ -11,7 +11,7 @@ import numpy as np
 
 from edgepack.runtime.native.epk import ACTIVATIONS, F32, Op
 
-from ..quantized import Quantized
+from ..quantized import Quantized, scales_per_column
 from ..values import PANEL_COLUMNS, ROUND_TRIP, Runtime
 
 if TYPE_CHECKING:
@@ -33,12 +33,10 @@ def int8_panels(values: np.ndarray) -> np.ndarray:
 def column_scales(weight: Quantized) -> np.ndarray | None:
     """One float32 scale per column of a K x N int8 weight; None for other forms (scales that differ along K, blocks,
     int4, float16)."""
-    if len(weight.shape) != 2 or weight.values.dtype != np.int8 or weight.block or weight.scale is None or \
+    if len(weight.shape) != 2 or weight.values.dtype != np.int8 or weight.scale is None or \
             weight.scale.dtype != np.float32:
         return None
-    if weight.axis == 1:
-        return weight.scale
-    return np.full(weight.shape[1], weight.scale[0], np.float32) if np.all(weight.scale == weight.scale[0]) else None
+    return scales_per_column(weight)
 
 
 def lower_int8_matmul(lw: Lowering, x: Any, weight: Any, out: Runtime) -> bool:

@@ -199,10 +199,10 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     a, b = shape_of(inputs[0]), shape_of(inputs[1])
     k = a[-1]
     n = b[-1] if len(b) > 1 else 1
-    if n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS and lower_int8_matmul(lw, inputs[0], inputs[1], out):
+    over_gemv_rows = n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS
+    if over_gemv_rows and lower_int8_matmul(lw, inputs[0], inputs[1], out):
         return [out]
-    if lw.packed_weights and n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS and \
-            (packed := _packed_weight(lw, inputs[1], False)) is not None:
+    if lw.packed_weights and over_gemv_rows and (packed := _packed_weight(lw, inputs[1], False)) is not None:
         lw.emit("PackedMatMul", [inputs[0], packed], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])
         return [out]
     lw.emit("MatMul", inputs, [out], [], lw.gemm_scratch(k, n))

@@ -110,13 +110,6 @@ static void quantize_per_tensor(const float *x, void *y, int32_t dtype, int64_t 
             ((uint8_t *)y)[i] = (uint8_t)(int32_t)quantized_value(x[i], scale, zero, low, high);
 }
 
-/* Mode ROUND_TRIP: the value quantize_per_tensor stores, less the zero point, times the scale, as DequantizeLinear
-   gives it (the difference of two integers below 2^24 is exact in float32). */
-static void round_trip_per_tensor(const float *x, float *y, int32_t dtype, int64_t count, float scale, float zero) {
-    float low = dtype == EP_I8 ? -128.0f : 0.0f, high = dtype == EP_I8 ? 127.0f : 255.0f;
-    for (int64_t i = 0; i < count; i++) y[i] = (quantized_value(x[i], scale, zero, low, high) - zero) * scale;
-}
-
 static void dequantize_per_tensor(const void *x, int32_t dtype, float *y, int64_t count, float scale, int32_t zero) {
     if (dtype == EP_I8)
         for (int64_t i = 0; i < count; i++) y[i] = (float)((int32_t)((const int8_t *)x)[i] - zero) * scale;
@@ -128,7 +121,7 @@ static void convert(const ep_node *n, int mode) {
     const ep_tensor *x = n->in[0], *scale = n->in[1], *zero = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
     layout l = layout_of(x, scale, n->params[1], n->params[2]);
     if (mode == ROUND_TRIP) {
-        round_trip_per_tensor((const float *)x->data, (float *)y->data, zero->dtype, x->count,
+        ep_round_trip_per_tensor((const float *)x->data, (float *)y->data, zero->dtype == EP_I8, x->count,
                               *(const float *)scale->data, (float)zero_at(zero, 0));
         return;
     }

@@ -1,5 +1,5 @@
-/* QuantizeLinear of one float with one scale and zero point, shared by Quantize and Int8MatMul (which must give the
-   same bytes). */
+/* QuantizeLinear of one float with one scale and zero point, and the float round trip of a QDQ pair, shared by
+   Quantize and Int8MatMul (which must give the same bytes and floats). */
 #ifndef EP_QUANTIZED_VALUE_H
 #define EP_QUANTIZED_VALUE_H
 
@@ -15,6 +15,15 @@ static inline float quantized_value(float x, float scale, float zero, float low,
     v = v < -2097152.0f ? -2097152.0f : (v > 2097152.0f ? 2097152.0f : v);
     v = (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
     return v < low ? low : (v > high ? high : v);
+}
+
+/* The round trip (QuantizeLinear then DequantizeLinear, one scale and an int8 or uint8 zero point) of count floats:
+   the byte less the zero point, times the scale, as DequantizeLinear gives it (the difference of two integers below
+   2^24 is exact in float32). */
+static inline void ep_round_trip_per_tensor(const float *x, float *y, int is_signed, int64_t count, float scale,
+                                            float zero) {
+    float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
+    for (int64_t i = 0; i < count; i++) y[i] = (quantized_value(x[i], scale, zero, low, high) - zero) * scale;
 }
 
 #endif

@@ -67,6 +67,11 @@ void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t 
    scratch for a quantized one. */
 typedef const float *(*ep_panel_source)(void *state, int64_t p);
 
+/* For an op with params N, activation, activation a, activation b and an optional bias per column (PackedMatMul,
+   Int8MatMul): every row of node n's output set to the bias, and the epilogue that adds the product to it (or
+   stores it, without a bias) and activates. */
+ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias);
+
 /* Runs PackedMatMul node n (A, B, optional bias; params N, activation, a, b) a panel of B at a time, each panel
    from `source`. */
 void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state);

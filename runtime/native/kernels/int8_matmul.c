@@ -140,9 +140,7 @@ static void integer_product(const int8_product *m, float *scratch) {
    and multiplied on the float micro-kernel. */
 static void float_product(const int8_product *m, float *scratch) {
     float *a = scratch, *panel = scratch + m->rows * m->groups * GROUP;
-    int64_t count = m->rows * m->k;
-    for (int64_t i = 0; i < count; i++)
-        a[i] = (quantized_value(m->x[i], m->x_scale, m->x_zero, m->low, m->high) - m->x_zero) * m->x_scale;
+    ep_round_trip_per_tensor(m->x, a, m->low < 0.0f, m->rows * m->k, m->x_scale, m->x_zero);
     for (int64_t p = 0; p * PANEL < m->cols; p++) {
         float steps[PANEL];
         panel_scales(m, p, 1.0f, steps);
@@ -158,12 +156,10 @@ static void float_product(const int8_product *m, float *scratch) {
 #endif
 
 static ep_status run_int8_matmul(const ep_node *n, const ep_context *ctx) {
-    const ep_tensor *x = n->in[0], *b = n->in[1], *x_zero = n->in[5], *bias = n->n_in > 6 ? n->in[6] : 0;
+    const ep_tensor *x = n->in[0], *b = n->in[1], *x_zero = n->in[5];
     int64_t cols = n->params[0], rows = n->out[0]->count / cols;
     float *out = (float *)n->out[0]->data;
-    if (bias)
-        for (int64_t i = 0; i < rows; i++) ep_memcpy(out + i * cols, bias->data, (size_t)cols * sizeof(float));
-    ep_epilogue e = {0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
+    ep_epilogue e = ep_column_bias(n, n->n_in > 6 ? n->in[6] : 0);
     int is_signed = x_zero->dtype == EP_I8;
     int8_product m = {rows, x->dims[x->rank - 1], b->dims[1], cols, (const float *)x->data,
                       (const float *)n->in[2]->data, (const int8_t *)b->data, (const int32_t *)n->in[3]->data,

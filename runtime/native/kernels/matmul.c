@@ -185,13 +185,20 @@ static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *er
     return EP_OK;
 }
 
+ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias) {
+    const ep_tensor *y = n->out[0];
+    int64_t cols = n->params[0];
+    if (bias)
+        for (int64_t i = 0; i < y->count / cols; i++)
+            ep_memcpy((float *)y->data + i * cols, bias->data, (size_t)cols * sizeof(float));
+    return (ep_epilogue){0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
+}
+
 void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state) {
-    const ep_tensor *a = n->in[0], *bias = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
+    const ep_tensor *a = n->in[0], *y = n->out[0];
     int64_t cols = n->params[0], k = a->dims[a->rank - 1], rows = y->count / cols;
     float *out = (float *)y->data;
-    if (bias)
-        for (int64_t i = 0; i < rows; i++) ep_memcpy(out + i * cols, bias->data, (size_t)cols * sizeof(float));
-    ep_epilogue e = {0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
+    ep_epilogue e = ep_column_bias(n, n->n_in > 2 ? n->in[2] : 0);
     for (int64_t p = 0; p * EP_PREPACKED_COLUMNS < cols; p++) {
         int64_t first = p * EP_PREPACKED_COLUMNS, width = cols - first;
         ep_gemm_prepacked(rows, k, width < EP_PREPACKED_COLUMNS ? width : EP_PREPACKED_COLUMNS,

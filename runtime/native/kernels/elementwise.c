@@ -1,6 +1,6 @@
-/* Elementwise ops with broadcasting: binary arithmetic, comparisons and logic (fast paths on float32, int32 and
-   int64, and every other number dtype through wide.c); Where; Expand. */
-#include "wide.h"
+/* Elementwise ops with broadcasting: Binary (float32 arithmetic here, on the latency path; comparisons, logic and
+   int32/int64 in binary_exact.c; every other number dtype through wide.c); Where; Expand. */
+#include "binary_rows.h"
 
 static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }
 static int is_bitwise(int32_t kind) { return kind >= B_BIT_SHIFT_LEFT && kind <= B_BITWISE_XOR; }
@@ -40,24 +40,6 @@ static float binary_f32(int32_t kind, float a, float b) {
     return 0.0f;
 }
 
-#define EP_ROW_LOOP(EXPR)                                                                                           \
-    do {                                                                                                            \
-        if (row.step[0] == 1 && row.step[1] == 1) {                                                                 \
-            for (int64_t i = 0; i < row.length; i++) { T x = pa[i], z = pb[i]; py[i] = EXPR; }                       \
-        } else if (row.step[0] == 1 && row.step[1] == 0) {                                                          \
-            T z = pb[0];                                                                                             \
-            for (int64_t i = 0; i < row.length; i++) { T x = pa[i]; py[i] = EXPR; }                                 \
-        } else if (row.step[0] == 0 && row.step[1] == 1) {                                                          \
-            T x = pa[0];                                                                                             \
-            for (int64_t i = 0; i < row.length; i++) { T z = pb[i]; py[i] = EXPR; }                                 \
-        } else {                                                                                                    \
-            for (int64_t i = 0; i < row.length; i++) {                                                              \
-                T x = pa[i * row.step[0]], z = pb[i * row.step[1]];                                                 \
-                py[i] = EXPR;                                                                                        \
-            }                                                                                                       \
-        }                                                                                                           \
-    } while (0)
-
 static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
     typedef float T;
     int32_t kind = n->params[0];
@@ -66,17 +48,6 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
     int64_t counter[EP_MAX_RANK];
     for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {
         const float *pa = A + row.in[0], *pb = B + row.in[1];
-        if (ep_binary_compares(kind)) {
-            uint8_t *py = (uint8_t *)n->out[0]->data + row.out;
-            switch (kind) {
-            case B_EQUAL: EP_ROW_LOOP(x == z); break;
-            case B_LESS: EP_ROW_LOOP(x < z); break;
-            case B_GREATER: EP_ROW_LOOP(x > z); break;
-            case B_LESS_OR_EQUAL: EP_ROW_LOOP(x <= z); break;
-            default: EP_ROW_LOOP(x >= z); break;
-            }
-            continue;
-        }
         float *py = (float *)n->out[0]->data + row.out;
         switch (kind) {
         case B_ADD: EP_ROW_LOOP(x + z); break;
@@ -90,75 +61,6 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
     }
 }
 
-#define EP_BINARY_INT(NAME, TYPE, U, MINV)                                                                           \
-    static TYPE NAME##_op(int32_t kind, TYPE a, TYPE b) {                                                            \
-        switch (kind) {                                                                                              \
-        case B_ADD: return (TYPE)((U)a + (U)b);                                                                      \
-        case B_SUB: return (TYPE)((U)a - (U)b);                                                                      \
-        case B_MUL: return (TYPE)((U)a * (U)b);                                                                      \
-        case B_DIV: return (b == 0 || (a == MINV && b == -1)) ? 0 : (TYPE)(a / b);                                   \
-        case B_MOD: {                                                                                                \
-            if (b == 0 || (a == MINV && b == -1)) return 0;                                                          \
-            TYPE r = (TYPE)(a % b);                                                                                  \
-            return (r != 0 && ((r < 0) != (b < 0))) ? (TYPE)(r + b) : r;                                             \
-        }                                                                                                            \
-        case B_FMOD: return (b == 0 || (a == MINV && b == -1)) ? 0 : (TYPE)(a % b);                                  \
-        case B_MAX: return a > b ? a : b;                                                                            \
-        case B_MIN: return a < b ? a : b;                                                                            \
-        case B_EQUAL: return a == b;                                                                                 \
-        case B_LESS: return a < b;                                                                                   \
-        case B_GREATER: return a > b;                                                                                \
-        case B_LESS_OR_EQUAL: return a <= b;                                                                         \
-        case B_GREATER_OR_EQUAL: return a >= b;                                                                      \
-        }                                                                                                            \
-        return 0;                                                                                                    \
-    }                                                                                                                \
-    static void NAME##_rows(const ep_node *n, const ep_broadcast *b) {                                               \
-        typedef TYPE T;                                                                                              \
-        int32_t kind = n->params[0];                                                                                 \
-        const T *A = (const T *)n->in[0]->data, *B = (const T *)n->in[1]->data;                                      \
-        ep_row row;                                                                                                  \
-        int64_t counter[EP_MAX_RANK];                                                                                \
-        for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {                \
-            const T *pa = A + row.in[0], *pb = B + row.in[1];                                                        \
-            uint8_t *flags = (uint8_t *)n->out[0]->data + row.out;                                                   \
-            T *py = (T *)n->out[0]->data + row.out;                                                                  \
-            switch (kind) {                                                                                          \
-            case B_ADD: EP_ROW_LOOP((T)((U)x + (U)z)); break;                                                        \
-            case B_SUB: EP_ROW_LOOP((T)((U)x - (U)z)); break;                                                        \
-            case B_MUL: EP_ROW_LOOP((T)((U)x * (U)z)); break;                                                        \
-            case B_EQUAL: {                                                                                          \
-                uint8_t *py = flags; /* the row loop writes py */                                                    \
-                EP_ROW_LOOP(x == z);                                                                                 \
-                break;                                                                                               \
-            }                                                                                                        \
-            default:                                                                                                 \
-                for (int64_t i = 0; i < row.length; i++) {                                                           \
-                    T v = NAME##_op(kind, pa[i * row.step[0]], pb[i * row.step[1]]);                                 \
-                    if (ep_binary_compares(kind)) flags[i] = (uint8_t)v;                                             \
-                    else py[i] = v;                                                                                  \
-                }                                                                                                    \
-            }                                                                                                        \
-        }                                                                                                            \
-    }
-
-EP_BINARY_INT(binary_i32, int32_t, uint32_t, (-2147483647 - 1))
-EP_BINARY_INT(binary_i64, int64_t, uint64_t, (-9223372036854775807LL - 1))
-
-static void logic_rows(const ep_node *n, const ep_broadcast *b) {
-    int32_t kind = n->params[0];
-    const uint8_t *A = (const uint8_t *)n->in[0]->data, *B = (const uint8_t *)n->in[1]->data;
-    uint8_t *Y = (uint8_t *)n->out[0]->data;
-    ep_row row;
-    int64_t counter[EP_MAX_RANK];
-    for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {
-        for (int64_t i = 0; i < row.length; i++) {
-            int x = A[row.in[0] + i * row.step[0]] != 0, z = B[row.in[1] + i * row.step[1]] != 0;
-            Y[row.out + i] = (uint8_t)(kind == B_AND ? (x && z) : kind == B_OR ? (x || z) : (x != z));
-        }
-    }
-}
-
 static ep_status run_binary(const ep_node *n, const ep_context *c) {
     (void)c;
     ep_broadcast b;
@@ -166,11 +68,11 @@ static ep_status run_binary(const ep_node *n, const ep_context *c) {
     ep_broadcast_plan(&b, n->out[0], inputs, 2);
     int32_t kind = n->params[0], dtype = n->in[0]->dtype;
     int same = dtype == n->in[1]->dtype;
-    if (is_logic(kind)) logic_rows(n, &b);
+    if (is_logic(kind)) ep_logic_rows(n, &b);
+    else if (dtype == EP_F32 && same && ep_binary_compares(kind)) ep_compare_rows_f32(n, &b);
     else if (dtype == EP_F32 && same) binary_rows_f32(n, &b);
     else if (is_bitwise(kind) || kind == B_POW || !same || (dtype != EP_I32 && dtype != EP_I64)) ep_binary_wide(n, &b);
-    else if (dtype == EP_I32) binary_i32_rows(n, &b);
-    else binary_i64_rows(n, &b);
+    else ep_binary_rows_integer(n, &b);
     return EP_OK;
 }
 

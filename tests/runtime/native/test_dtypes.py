@@ -126,6 +126,27 @@ def test_integer_binary_rows_broadcast_and_wrap(op: str, dtype: str, shapes: tup
     same(ours, want)
 
 
+@pytest.mark.parametrize("provider", ["cpu", "wasm"])
+@pytest.mark.parametrize("shapes", [((3, 4, 6), (3, 4, 6)), ((3, 1, 6), (1, 4, 6)), ((3, 4, 1), (1, 1, 6)),
+                                    ((3, 4, 6), (3, 4, 1))], ids=["same", "rows", "one of a", "one of b"])
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_float32_comparisons_broadcast_with_ties_and_nan(op: str, shapes: tuple[tuple[int, ...], ...],
+                                                         provider: str) -> None:
+    """float32 comparisons (binary_exact.c) in each row form, on values that repeat, so that ties are common, and
+    NaN, which compares false, against numpy."""
+    pool = np.array([-np.inf, -2.5, -0.0, 0.0, 1.0, 1.5, np.inf, np.nan], np.float32)
+    a, b = (RNG.choice(pool, shape) for shape in shapes)
+    node = helper.make_node(op, ["a", "b"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, epk.DTYPES["float32"], v.shape)
+                                            for k, v in {"a": a, "b": b}.items()],
+                              [helper.make_tensor_value_info("y", epk.DTYPES["bool"], None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+    ours = PROVIDERS[provider].compile(m, {}).run({"a": a, "b": b})["y"]
+    want = {"Equal": np.equal, "Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal,
+            "GreaterOrEqual": np.greater_equal}[op](a, b)
+    same(ours, want)
+
+
 @pytest.mark.parametrize("dtype", FLOATS[1:])
 @pytest.mark.parametrize("op", ["Relu", "Exp", "Abs", "Neg", "Sqrt", "Floor", "IsNaN", "Softmax", "ReduceSum"])
 def test_float_ops_on_wider_floats_within_float32_precision(op: str, dtype: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from edgepack import samples
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.native.build import WASM_GLUE, wasm_core
+from edgepack.runtime.native.build import NATIVE, WASM_GLUE, WASM_OPTIMIZATION, wasm_core
 from edgepack.runtime.native.emulated import EmulatedSession
 from edgepack.runtime.providers import PROVIDERS
 from edgepack.targets.web.bundle import bundle_core
@@ -31,21 +31,23 @@ def test_sample_matches_reference_on_wasm(name: str) -> None:
 
 
 def test_wasm_core_is_small_and_imports_nothing() -> None:
-    """The whole core, every kernel of the op contract, stays under 304 KB (230 KB with the 48 plan ops of
-    2026-11-25, up from 198 KB with 37; 250 KB on 2026-11-26 with the vector loops of exp, erf, Softmax, Max/Min,
-    max pools and quantization, the few-row and narrow products, and B read in place; 282 KB with vector tanh,
-    the recurrent ops' products, the casts into float32, integer and Reduce row loops, and stride-1 convs on a
-    padded input; 289 KB with PackedMatMul, Transpose's tiles, stride-2 convs on the phases of a padded input and
-    depthwise convs a block of channels at a time; 299 KB with Int8MatMul and quantized PackedMatMul weights). No
-    bundle ships it: each ships a core of its plans' kernels only
-    (the test below)."""
+    """The whole core, every kernel of the op contract, stays under 200 KB: 188 KB on 2026-11-27, when its hot
+    kernels went to -O2 and the rest to -Os (WASM_OPTIMIZATION; 299 KB at -O3 throughout, with Int8MatMul and
+    quantized PackedMatMul weights). No bundle ships it: each ships a core of its plans' kernels only (the test
+    below)."""
     module = wasm_core().read_bytes()
     assert module[:4] == b"\0asm"
-    assert len(module) < 304_000
+    assert len(module) < 200_000
     imports = subprocess.run(["node", "-e", f"const m = new WebAssembly.Module(require('fs').readFileSync("
                                             f"'{wasm_core()}')); console.log(WebAssembly.Module.imports(m).length)"],
                              capture_output=True, text=True)
     assert imports.stdout.strip() == "0"
+
+
+def test_every_file_the_wasm_build_speeds_up_is_a_core_file() -> None:
+    """A renamed or split kernel file leaves WASM_OPTIMIZATION naming a file that no longer exists, and its loops
+    would silently go to -Os."""
+    assert sorted(path for path in WASM_OPTIMIZATION if not (NATIVE / path).is_file()) == []
 
 
 def test_a_bundles_own_core_holds_its_plans_kernels_only() -> None:

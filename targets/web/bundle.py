@@ -26,12 +26,13 @@ from .templates import render
 
 PRODUCT = "the web bundle"
 RUNTIME = Path(__file__).parent / "runtime"
-RUNTIME_FILES = ("session.js", "epk.js", "wasm.js")
+RUNTIME_FILES = ("session.js", "wasm.js")
 CORE_ABI = NATIVE / "wasm" / "core.js"
 """The one decoder of the wasm core's ABI, shipped as runtime/core.js."""
 GPU_RUNTIME_FILES = ("webgpu.js", "webgpu_support.js", "webgpu_weights.js", "webgpu_buffers.js", "webgpu_pipelines.js",
-                     "webgpu_geometry.js", "webgpu_lowerings.js", "webgpu_conv_gemm.js")
-"""The WebGPU executor: webgpu.js (which session.js imports) and every module it imports."""
+                     "webgpu_geometry.js", "webgpu_lowerings.js", "webgpu_conv_gemm.js", "epk.js")
+"""The WebGPU executor: webgpu.js (which session.js imports once a WebGPU device is open) and every module it
+imports, ops.js (written from the op contract) aside."""
 CORE = "runtime/edgepack.wasm"
 KERNELS = "kernels"
 EXAMPLE_ELEMENTS = 4096
@@ -162,6 +163,7 @@ def _write_runtime(staging: Path, gpu: bool, plans: list[Plan]) -> None:
     for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
         write_file(staging / "runtime" / file, (RUNTIME / file).read_text())
     write_file(staging / "runtime" / "core.js", CORE_ABI.read_text())
-    write_file(staging / "runtime" / "ops.js", js_module())
+    if gpu:
+        write_file(staging / "runtime" / "ops.js", js_module())
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(bundle_core(plans), staging / CORE)

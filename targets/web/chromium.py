@@ -11,6 +11,7 @@ import http.server
 import shutil
 import tempfile
 import threading
+import urllib.parse
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -94,11 +95,13 @@ class Chromium:
         return f"http://127.0.0.1:{self.server.server_address[1]}/{path}"
 
     def page(self, path: str = BLANK) -> Any:
-        """A new tab on `path` (a blank page by default), its console messages and page errors in `.messages`."""
+        """A new tab on `path` (a blank page by default), its console messages and page errors in `.messages`, and
+        the path (under the served folder) of every URL it requests in `.requests`."""
         page = self.context.new_page()
-        page.messages = []
+        page.messages, page.requests = [], []
         page.on("console", lambda message: page.messages.append((message.type, message.text)))
         page.on("pageerror", lambda error: page.messages.append(("pageerror", str(error))))
+        page.on("request", lambda request: page.requests.append(urllib.parse.urlsplit(request.url).path[1:]))
         page.goto(self.url(path))
         return page
 

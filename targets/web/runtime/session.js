@@ -1,7 +1,8 @@
-// createSession for an edgepack web bundle: fetches the plans and the wasm core, opens each partition on WebGPU
-// (when asked for and an adapter exists, and its kernels cover the plan) or on the wasm core, and runs them in order.
+// createSession for an edgepack web bundle: fetches the plans, opens each partition on WebGPU (when asked for and an
+// adapter exists, and its kernels cover the plan) or on the wasm core, and runs them in order. A page fetches only
+// what it runs: the WebGPU executor (webgpu.js and its modules, the WGSL kernels) once a device is open, the wasm
+// core once a partition runs on it.
 
-import { parsePlan } from "./epk.js";
 import { compileCore, openWasmPartition } from "./wasm.js";
 
 const PROVIDERS = ["webgpu", "wasm"];
@@ -102,18 +103,19 @@ export async function openSession(model, base, options = {}) {
   const wanted = providerList(options.providers);
   const load = fileLoader(options.baseUrl ? new URL(options.baseUrl, base) : base, options.cache ? `edgepack-${model.name}` : null);
   const wantsGpu = wanted.includes("webgpu") && model.partitions.some((p) => p.provider === "webgpu");
-  const [gpu, core, plans, gpuModule] = await Promise.all([
-    wantsGpu ? openGpu(auto) : { reason: "webgpu was not asked for" },
-    load(model.core).then((r) => r.arrayBuffer()).then(compileCore),
-    Promise.all(model.partitions.map((p) => load(p.plan).then((r) => r.arrayBuffer()))),
-    wantsGpu ? import("./webgpu.js") : null,
-  ]);
+  let core = null;
+  const wasmCore = () => (core ??= load(model.core).then((r) => r.arrayBuffer()).then(compileCore));
+  if (model.partitions.some((p) => p.provider !== "webgpu")) wasmCore();
+  const plans = Promise.all(model.partitions.map((p) => load(p.plan).then((r) => r.arrayBuffer())));
+  const gpu = wantsGpu ? await openGpu(auto) : { reason: "webgpu was not asked for" };
+  const gpuModule = gpu.device ? await import("./webgpu.js") : null;
   const partitions = [];
   for (const [index, part] of model.partitions.entries()) {
     const label = `${part.plan} (partition ${part.id})`;
+    const planBytes = (await plans)[index];
     let reason = part.provider === "webgpu" ? gpu.reason : undefined;
-    if (part.provider === "webgpu" && gpu.device) {
-      const plan = parsePlan(plans[index], label);
+    if (part.provider === "webgpu" && gpuModule) {
+      const plan = gpuModule.parsePlan(planBytes, label);
       reason = gpuModule.gpuRefusal(plan) ?? undefined;
       if (!reason) {
         const loadKernel = (file) => load(`${model.kernels}/${file}`).then((r) => r.text());
@@ -125,7 +127,7 @@ export async function openSession(model, base, options = {}) {
     if (!wanted.includes("wasm")) {
       throw new Error(`edgepack: partition ${part.id} cannot run on ${wanted.join(", ")} (${reason ?? `it was built for ${part.provider}`}); add "wasm" to providers`);
     }
-    const runner = await openWasmPartition(core, plans[index], label);
+    const runner = await openWasmPartition(await wasmCore(), planBytes, label);
     partitions.push({ id: part.id, provider: "wasm", planned: part.provider, reason, inputs: part.inputs, runner });
   }
   return {

@@ -14,6 +14,7 @@ import { PipelineCache } from "./webgpu_pipelines.js";
 import { F32, gpuRefusal, quantizedSlot } from "./webgpu_support.js";
 import { dequantize, weightFloats } from "./webgpu_weights.js";
 
+export { parsePlan } from "./epk.js";
 export { GPU_OPS, gpuRefusal, kernelFiles } from "./webgpu_support.js";
 
 /** What the op lowerings see: dims, weight buffers (dequantized), per-op storage and step records. */

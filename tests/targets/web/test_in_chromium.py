@@ -111,6 +111,52 @@ def test_auto_never_lands_on_a_fallback_adapter(web: WebBuilds, chromium: Chromi
     assert "software fallback" in info["partitions"][0]["reason"]
 
 
+WEB_RUNTIME_BUDGET = 143_000
+"""Bytes of everything a page fetches to run a sample model but its plans: JS (index.js too), wasm and WGSL."""
+
+
+def fetched(web: WebBuilds, chromium: Chromium, bundle: Path, providers: list[str]) -> tuple[dict[str, Any], set[str]]:
+    """Opens `bundle` on `providers` in a fresh tab: the session's providers and adapter, and the bundle's files
+    the tab requested (paths in the bundle)."""
+    page = chromium.page()
+    info = page.evaluate(OPEN_AND_ASK_THE_ADAPTER, {"module": module_url(web, chromium, bundle),
+                                                    "providers": providers})
+    page.close()
+    prefix = web.path_in_root(bundle) + "/"
+    return info, {path.removeprefix(prefix) for path in page.requests if path.startswith(prefix)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("providers", [["wasm"], ["webgpu", "wasm"]], ids=["wasm", "webgpu"])
+def test_a_page_fetches_only_the_engine_it_runs(web: WebBuilds, chromium: Chromium, providers: list[str]) -> None:
+    """On wasm, no WebGPU module, plan reader or WGSL is fetched; on WebGPU (every partition of ppocr-cls), not the
+    wasm core."""
+    bundle = web.bundle("ppocr-cls")
+    assert planned(bundle) == ["webgpu"] and (bundle / "runtime" / "webgpu.js").is_file()
+    info, files = fetched(web, chromium, bundle, providers)
+    gpu_files = {path for path in files if path.endswith(".wgsl") or path.startswith("runtime/webgpu")
+                 or path in ("runtime/epk.js", "runtime/ops.js")}
+    assert info["providers"] == [providers[0]]
+    assert {"index.js", "runtime/session.js", "model/p0.epk"} <= files, files
+    if providers == ["wasm"]:
+        assert "runtime/edgepack.wasm" in files and not gpu_files, files
+    else:
+        assert "runtime/edgepack.wasm" not in files, files
+        assert {"runtime/webgpu.js", "runtime/epk.js", "runtime/ops.js", "kernels/conv.wgsl"} <= gpu_files, files
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("providers", [["wasm"], ["webgpu", "wasm"]], ids=["wasm", "webgpu"])
+@pytest.mark.parametrize("name", ["ppocr-det", "ppocr-rec", "ppocr-cls", "silero-vad"])
+def test_a_page_fetches_at_most_the_runtime_budget(web: WebBuilds, chromium: Chromium, name: str,
+                                                   providers: list[str]) -> None:
+    bundle = web.bundle(name)
+    _, files = fetched(web, chromium, bundle, providers)
+    runtime = [path for path in files if not path.startswith("model/")]
+    assert "runtime/session.js" in runtime
+    assert sum((bundle / path).stat().st_size for path in runtime) <= WEB_RUNTIME_BUDGET, sorted(runtime)
+
+
 @pytest.mark.slow
 def test_without_an_adapter_everything_runs_on_wasm(web: WebBuilds, chromium: Chromium) -> None:
     bundle = web.bundle("tiny-cnn")

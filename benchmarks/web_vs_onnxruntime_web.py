@@ -35,9 +35,14 @@ webgpu: the same bundle with `providers: ["webgpu", "wasm"]` in a fresh tab, --g
 p50. Headless Chromium's WebGPU is SwiftShader, a CPU rasterizer: this column checks that the WebGPU path runs and
 gives the right numbers (its max |diff| is against onnxruntime-web); it does not measure GPU speed.
 
-runtime bytes: what each side ships to run any model, raw and gzip -9 (each file compressed on its own, as a server
-sends them). edgepack: the bundle's `runtime/*.js` and `runtime/edgepack.wasm` (the WGSL kernels, loaded only for
-WebGPU, are listed apart); onnxruntime-web: its browser entry and .wasm as above. Models, plans and the bundle's
+page bytes: per model, what a fresh tab fetches to open the bundle (`createSession`, then `release`), as Chromium
+saw its requests, plans aside: on the wasm path (`providers: ["wasm"]`: index.js, session.js, wasm.js, core.js and
+the wasm core) and on the WebGPU path (`["webgpu", "wasm"]`, on SwiftShader here: the WebGPU executor's modules and
+the WGSL kernels, and the wasm core only where a partition runs on it). Raw, gzip -9 and brotli (quality 11), each
+file compressed on its own, as a server sends them. Target: <= 143,000 bytes raw on each path.
+
+runtime bytes: what each side ships to run any model, raw and gzip -9. edgepack: the bundle's `runtime/*.js` and
+`runtime/edgepack.wasm`; onnxruntime-web: its browser entry and .wasm as above. Models, plans and the bundle's
 index.js (the model's description) are not counted. Target: edgepack's bytes <= 1/30 of onnxruntime-web's.
 Absolute times are this machine's, and other work shares it: read the ratios.
 """
@@ -53,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import brotli
 import numpy as np
 from rich.console import Console
 from rich.table import Table
@@ -220,11 +226,59 @@ def results_table(measured: list[Measured], caption: str) -> Table:
     return table
 
 
+OPEN_SESSION = """async ({ module, providers }) => {
+  const { createSession } = await import(module);
+  const session = await createSession({ providers });
+  const providersUsed = session.providers;
+  session.release();
+  return providersUsed;
+}"""
+"""Opens a bundle's session on `providers` and releases it: what the page fetched is what running needs."""
+PATHS = {"wasm": ["wasm"], "webgpu": ["webgpu", "wasm"]}
+"""The two ways a page runs a bundle, as createSession's providers."""
+PAGE_BUDGET = 143_000
+"""Issue 26: everything a page fetches to run a sample model but the model (its plans) is at most 143 KB."""
+
+
+def fetched_runtime(browser: Chromium, root: Path, bundle: Path, providers: list[str]) -> tuple[list[str], list[Path]]:
+    """Opens `bundle` on `providers` in a fresh tab: the providers its partitions got, and the bundle's files the
+    tab fetched but the plans (index.js, the runtime's JS, the wasm core, the WGSL kernels)."""
+    page = browser.page()
+    used = page.evaluate(OPEN_SESSION, {"module": browser.url((bundle / "index.js").relative_to(root).as_posix()),
+                                        "providers": providers})
+    page.close()
+    prefix = bundle.relative_to(root).as_posix() + "/"
+    files = sorted({path.removeprefix(prefix) for path in page.requests if path.startswith(prefix)})
+    return used, [bundle / path for path in files if not path.startswith("model/")]
+
+
+def compressed_sizes(paths: list[Path]) -> tuple[int, int, int]:
+    """Raw, gzip -9 and brotli (quality 11) bytes, summed over the files, each compressed on its own."""
+    raw, gzip = sizes(paths)
+    return raw, gzip, sum(len(brotli.compress(p.read_bytes(), quality=11)) for p in paths)
+
+
+def page_bytes_table(console: Console, browser: Chromium, root: Path, cases: list[Case]) -> None:
+    """Per model and path (wasm, webgpu): the bytes the page fetched to open the bundle, against PAGE_BUDGET."""
+    table = Table(title=f"what a page fetches to run the model, its plans aside (target <= {PAGE_BUDGET:,} bytes "
+                        "raw): index.js, the runtime's JS, the wasm core, the WGSL kernels", title_justify="left")
+    for column in ("model", "path", "partitions on", "raw", "gzip -9", "brotli", "target", "files"):
+        table.add_column(column, justify="left" if column in ("model", "path", "partitions on", "files") else "right")
+    for case in cases:
+        for path, providers in PATHS.items():
+            used, files = fetched_runtime(browser, root, case.bundle, providers)
+            raw, gzip, brotli_bytes = compressed_sizes(files)
+            table.add_row(case.name, path, ", ".join(used), f"{raw:,}", f"{gzip:,}", f"{brotli_bytes:,}",
+                          "holds" if raw <= PAGE_BUDGET else "does not hold",
+                          " ".join(f"{p.relative_to(case.bundle).as_posix()} {p.stat().st_size:,}" for p in files))
+    console.print(table)
+
+
 def bytes_table(console: Console, package: Path, bundle: Path) -> None:
     ours = sorted((bundle / "runtime").glob("*.js")) + [bundle / "runtime" / "edgepack.wasm"]
     theirs = [browser_entry(package), *(package / f for f in ORT_BROWSER_FILES)]
-    table = Table(title="runtime bytes (JS + wasm shipped; models, plans and index.js not counted)",
-                  title_justify="left")
+    table = Table(title="runtime bytes shipped (all of runtime/, which a page never fetches whole; models, plans, "
+                        "WGSL and index.js not counted)", title_justify="left")
     for column in ("", "edgepack", "onnxruntime-web", "ratio", "target <= 1/30"):
         table.add_column(column, justify="left" if not column else "right")
     our_raw, our_gzip = sizes(ours)
@@ -234,11 +288,6 @@ def bytes_table(console: Console, package: Path, bundle: Path) -> None:
     table.add_row("gzip -9", f"{our_gzip:,}", f"{packed:,}", f"1/{packed / our_gzip:.0f}",
                   "holds" if our_gzip * BYTES_TARGET <= packed else "does not hold")
     console.print(table)
-    kernels = sorted((bundle / "kernels").glob("*.wgsl"))
-    kernel_raw, kernel_gzip = sizes(kernels) if kernels else (0, 0)
-    console.print("edgepack: " + ", ".join(f"runtime/{p.name} {p.stat().st_size:,}" for p in ours)
-                  + f"; WGSL kernels (WebGPU only, not counted): {len(kernels)} files, {kernel_raw:,} raw, "
-                    f"{kernel_gzip:,} gzip")
     console.print("onnxruntime-web: " + ", ".join(f"{p.relative_to(package.parent.parent)} {p.stat().st_size:,}"
                                                   for p in theirs))
 
@@ -278,6 +327,7 @@ def main() -> None:
                     console.print(f"[red]{case.name} failed:[/]\n{traceback.format_exc(limit=3)}")
                     continue
                 adapter = adapter or measured[-1].gpu_adapter
+            page_bytes_table(console, browser, root, cases)
         caption = (f"onnxruntime-web {package_json(package)['version']}, Chromium {version} headless; ms are wall "
                    f"time; cold: median of {args.cold} fresh tabs per side; p50: median of {args.blocks} interleaved "
                    f"block medians of about {args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} "

@@ -257,6 +257,13 @@ static void run_padded(const conv_shape *s, const padded_conv *p, const float *x
     else zero_padded_phases(s, xg, p->hp, p->wp, input, (size_t)p->input);
     int64_t k = s->cg * s->kh * s->kw;
     tap_offsets(s, p->hp, p->wp, p->stride, offsets);
+    if (s->ow % EP_GEMM_NR == 0) { /* whole panels in each output row: written in place, no grid to copy out */
+        for (int64_t oy = 0; oy < s->oh; oy++)
+            for (int64_t ox = 0; ox < s->ow; ox += EP_GEMM_NR)
+                ep_gemm_direct(s->mg, k, wg, k, 1, input + oy * p->wp + ox, offsets, yg + oy * s->ow + ox,
+                               s->oh * s->ow, e);
+        return;
+    }
     for (int64_t n0 = 0; n0 < s->oh * p->wp; n0 += EP_GEMM_NR)
         ep_gemm_direct(s->mg, k, wg, k, 1, input + n0, offsets, grid + n0, p->grid, e);
     for (int64_t m = 0; m < s->mg; m++)

@@ -109,8 +109,8 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
     }
 }
 
-/* A partial tile (rows x cols of it), or one whose activation has no vector form here, stored through the epilogue,
-   the activation a row at a time (ep_activate_row: Sigmoid in vectors too). */
+/* A tile of fewer than NR columns (rows x cols of it), or one whose activation has no vector form here, stored
+   through the epilogue, the activation a row at a time (ep_activate_row: Sigmoid in vectors too). */
 static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, int64_t cols, int64_t i0, float *c,
                        int64_t ldc, const ep_epilogue *e) {
     for (int64_t r = 0; r < rows; r++) {
@@ -159,9 +159,11 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     return 0;
 }
 
-static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t i0, float *c, int64_t ldc,
+/* The first `rows` rows of a tile of NR columns through the epilogue in vectors; 0 (nothing stored) when the
+   activation has no vector form here. */
+static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t i0, float *c, int64_t ldc,
                         const ep_epilogue *e) {
-    for (int r = 0; r < EP_GEMM_MR; r++) {
+    for (int64_t r = 0; r < rows; r++) {
         float *out = c + (i0 + r) * ldc;
         ep_v8 bias = splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
         for (int h = 0; h < EP_GEMM_NV; h++) {
@@ -199,7 +201,7 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
             for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] += a * bv[h];
         }
     }
-    if (rows_left == EP_GEMM_MR && cols == EP_GEMM_NR && store_vector(acc, i0, c, ldc, e)) return;
+    if (cols == EP_GEMM_NR && store_vector(acc, rows_left, i0, c, ldc, e)) return;
     float tile[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(tile[r], acc[r], sizeof acc[r]);
     store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e);

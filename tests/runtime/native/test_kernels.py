@@ -57,11 +57,13 @@ def test_conv_paths(case: tuple[int, ...]) -> None:
     check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
 
 
-@pytest.mark.parametrize("size", [120, 730], ids=["padded", "over the padded limit"])
+@pytest.mark.parametrize("size", [120, 128, 730],
+                         ids=["padded", "padded, whole panels per row", "over the padded limit"])
 def test_stride_one_conv_on_a_padded_input_and_past_its_limit(size: int) -> None:
     """A 3x3 stride-1 conv runs on its input zero-padded into the scratch (conv.c's padded_conv_of) while the padded
     input and the output grid take at most 4 Mi floats; a 4-channel 730x730 plane is past that and runs in place.
-    Against onnxruntime (the reference evaluator is slow at this size)."""
+    128 output columns are whole panels on every build (8, 16 or 32 columns), written in place row by row; 120 are
+    not, and go through the grid. Against onnxruntime (the reference evaluator is slow at this size)."""
     rng = np.random.default_rng(size)
     weights = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(4).astype(np.float32)

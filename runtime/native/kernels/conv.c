@@ -366,6 +366,41 @@ static void scatter_columns(const conv_shape *s, const float *cols, int64_t rows
     }
 }
 
+/* Whether each output position takes exactly one tap: the kernel is the stride, without padding or dilation, and the
+   output is the input's size times the stride (an upsampling ConvTranspose). */
+static int is_tiling(const conv_shape *s) {
+    return s->kh == s->sh && s->kw == s->sw && s->dh == 1 && s->dw == 1 && s->pt == 0 && s->pl == 0 &&
+           s->oh == s->h * s->sh && s->ow == s->w * s->sw;
+}
+
+/* scatter_columns for a tiling ConvTranspose: each row (m, ky, kx) of the product block is written to the output
+   positions its taps reach, plus the bias, the kw rows of (m, ky) together along each input row's run, which is
+   then one stretch of an output row, activated in place. */
+static void place_columns(const conv_shape *s, const float *cols, int64_t rows, int64_t n0, int64_t nb,
+                          const float *bias, float *y) {
+    int64_t ohw = s->oh * s->ow, taps = s->kh * s->kw;
+    for (int64_t r = 0; r < rows; r += s->kw) {
+        int64_t m = r / taps, ky = r / s->kw % s->kh;
+        float b = bias ? bias[m] : 0.0f;
+        int64_t iy = n0 / s->w, ix = n0 % s->w;
+        for (int64_t j = 0; j < nb; iy++, ix = 0) {
+            int64_t run = s->w - ix < nb - j ? s->w - ix : nb - j;
+            float *out = y + m * ohw + (iy * s->sh + ky) * s->ow + ix * s->sw;
+            const float *src = cols + r * nb + j;
+            if (s->sw == 2)
+                for (int64_t t = 0; t < run; t++) {
+                    out[2 * t] = src[t] + b;
+                    out[2 * t + 1] = src[nb + t] + b;
+                }
+            else
+                for (int64_t kx = 0; kx < s->kw; kx++)
+                    for (int64_t t = 0; t < run; t++) out[t * s->sw + kx] = src[kx * nb + t] + b;
+            ep_activate_row(s->act, out, out, run * s->sw, s->act_a, s->act_b);
+            j += run;
+        }
+    }
+}
+
 static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
     conv_shape s = {0};
     char unused[EP_ERROR_CAPACITY];
@@ -376,8 +411,9 @@ static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
     int64_t hw = s.h * s.w, ohw = s.oh * s.ow, rows = s.mg * s.kh * s.kw;
     int64_t block = ep_gemm_block_columns(s.cg + rows, ctx->scratch_floats);
     float *packed = ctx->scratch, *cols = ctx->scratch + s.cg * block;
+    int tiling = is_tiling(&s);
     for (int64_t b = 0; b < s.n; b++) {
-        for (int64_t m = 0; m < s.m; m++) {
+        for (int64_t m = 0; m < s.m && !tiling; m++) {
             float v = bias ? bias[m] : 0.0f;
             float *plane = y + (b * s.m + m) * ohw;
             for (int64_t i = 0; i < ohw; i++) plane[i] = v;
@@ -385,15 +421,17 @@ static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
         for (int64_t g = 0; g < s.group; g++) {
             const float *xg = x + (b * s.c + g * s.cg) * hw;
             const float *wg = w + g * s.cg * rows;
+            float *yg = y + (b * s.m + g * s.mg) * ohw;
             ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
             for (int64_t n0 = 0; n0 < hw; n0 += block) {
                 int64_t nb = hw - n0 < block ? hw - n0 : block;
                 ep_pack_strided(packed, xg, s.cg, n0, nb, hw, 1);
                 ep_gemm_packed(rows, s.cg, nb, wg, 1, rows, packed, cols, nb, &e);
-                scatter_columns(&s, cols, rows, n0, nb, y + (b * s.m + g * s.mg) * ohw);
+                if (tiling) place_columns(&s, cols, rows, n0, nb, bias ? bias + g * s.mg : 0, yg);
+                else scatter_columns(&s, cols, rows, n0, nb, yg);
             }
         }
-        ep_activate_row(s.act, y + b * s.m * ohw, y + b * s.m * ohw, s.m * ohw, s.act_a, s.act_b);
+        if (!tiling) ep_activate_row(s.act, y + b * s.m * ohw, y + b * s.m * ohw, s.m * ohw, s.act_a, s.act_b);
     }
     return EP_OK;
 }

@@ -9,6 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -103,10 +104,11 @@ def test_stride_two_conv_on_the_phases_of_a_padded_input(case: str) -> None:
 
 CONV_TRANSPOSES = [  # (channels in, out, group, kernel, strides, pads, dilations, output padding, size)
     (24, 24, 1, 2, 2, 0, 1, 0, 9), (24, 1, 1, 2, 2, 0, 1, 0, 7), (8, 6, 1, 3, 2, 1, 1, 1, 6),
-    (8, 12, 2, 3, 1, 1, 2, 0, 5), (5, 7, 1, 4, 3, 2, 1, 2, 4),
+    (8, 12, 2, 3, 1, 1, 2, 0, 5), (5, 7, 1, 4, 3, 2, 1, 2, 4), (6, 8, 2, 3, 3, 0, 1, 0, 5),
 ]
-"""Kernel equal to the stride (PP-OCR det's upsampling: each input pixel to its own outputs), overlapping taps with
-padding and output padding, groups and dilation, and a kernel past the stride."""
+"""Kernel equal to the stride (PP-OCR det's upsampling: each input pixel to its own outputs, written in place; the
+last case in groups, three columns per input pixel), overlapping taps with padding and output padding, groups and
+dilation, and a kernel past the stride."""
 
 
 @pytest.mark.parametrize("case", CONV_TRANSPOSES)
@@ -119,6 +121,24 @@ def test_conv_transpose_paths(case: tuple[int, ...]) -> None:
                         group=group, strides=[stride, stride], pads=[pad] * 4, dilations=[dilation, dilation],
                         output_padding=[output_padding, output_padding])
     check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
+
+
+@pytest.mark.parametrize("activation", ["Relu", "HardSigmoid"])
+@pytest.mark.parametrize("kernel", [2, 3])
+def test_upsampling_conv_transpose_with_its_activation(kernel: int, activation: str) -> None:
+    """A ConvTranspose whose kernel is its stride takes the activation after it into its own writes (each output
+    written once, so activated once), over input rows that the product's blocks split."""
+    rng = np.random.default_rng(kernel)
+    weights = rng.standard_normal((12, 5, kernel, kernel)).astype(np.float32)
+    bias = rng.standard_normal(5).astype(np.float32)
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[kernel, kernel]),
+             helper.make_node(activation, ["t"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 12, 9, 13])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(bias, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    assert [op.kind for op in lower_to_plan(model, {"x": (1, 12, 9, 13)}).ops] == ["ConvTranspose"]
+    check(model, rng.standard_normal((1, 12, 9, 13)).astype(np.float32))
 
 
 @pytest.mark.parametrize(("mode", "transform"), [("nearest", "asymmetric"), ("nearest", "half_pixel"),

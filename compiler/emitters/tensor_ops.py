@@ -53,6 +53,8 @@ def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     if len(inputs) != 2:
         raise unsupported(node, "variadic form")
     kind = "Fmod" if node.op_type == "Mod" and attributes(node).get("fmod", 0) else node.op_type
+    if kind in ("Mul", "Add") and (fused := _fuse_affine(lw, node, a, b)) is not None:
+        return [fused]
     return [binary(lw, kind, a, b, node.output[0])]
 
 
@@ -133,16 +135,24 @@ ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 
 """The ops with a fused activation, and where it sits in their parameters (then its a and b)."""
 
 
-def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float, b: float) -> bool:
-    """Folds the activation into the Conv, Gemm, PackedMatMul or Int8MatMul just emitted when it is that op's only
-    reader."""
+def _fusing_producer(lw: Lowering, source: Value) -> epk.Op | None:
+    """The Conv, Gemm, PackedMatMul or Int8MatMul just emitted, when `source` is its output and read only once."""
     if not isinstance(source, Runtime) or not lw.ops:
-        return False
+        return None
     producer = lw.ops[-1]
     name = lw.tensors[source.index].name
     if producer.kind not in ACTIVATION_PARAM or producer.outputs != [source.index]:
-        return False
+        return None
     if lw.uses.get(name, 0) != 1 or name in lw.graph_outputs:
+        return None
+    return producer
+
+
+def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float, b: float) -> bool:
+    """Folds the activation into the Conv, Gemm, PackedMatMul or Int8MatMul just emitted when it is that op's only
+    reader."""
+    producer = _fusing_producer(lw, source)
+    if producer is None:
         return False
     act = ACTIVATION_PARAM[producer.kind]
     if producer.params[act] != ACTIVATIONS["None"]:
@@ -150,6 +160,30 @@ def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float
     producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(a), F32(b)]
     lw.tensors[source.index].name = node.output[0]
     return True
+
+
+def _fuse_affine(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:
+    """x * c or x + c, c a float32 constant of one element, where x is a HardSwish fused into the op just emitted
+    (PP-LCNetV3's learnable affine block): folded into that op's activation, HardSwishAffine (scale * HardSwish(x) +
+    shift); None where it does not apply."""
+    source, value = (a, b) if isinstance(a, Runtime) else (b, a)
+    producer = _fusing_producer(lw, source)
+    if producer is None or isinstance(value, Runtime) or dtype_of(source) != "float32":
+        return None
+    value = np.asarray(value)
+    if value.dtype != np.float32 or value.size != 1 or value.ndim > len(shape_of(source)):
+        return None
+    act = ACTIVATION_PARAM[producer.kind]
+    kind, scale, shift = producer.params[act:act + 3]
+    if kind == ACTIVATIONS["HardSwish"]:
+        scale, shift = 1.0, 0.0
+    elif kind != ACTIVATIONS["HardSwishAffine"]:
+        return None
+    c = float(value.reshape(()))
+    scale, shift = (scale * c, shift * c) if node.op_type == "Mul" else (scale, shift + c)
+    producer.params[act:act + 3] = [ACTIVATIONS["HardSwishAffine"], F32(scale), F32(shift)]
+    lw.tensors[source.index].name = node.output[0]
+    return Runtime(source.index, source.dtype, source.shape)
 
 
 @emitter("Where")

@@ -6,9 +6,11 @@ float ep_activate(int32_t act, float x, float a, float b) {
     switch (act) {
     case EP_ACT_RELU: return x > 0.0f ? x : 0.0f;
     case EP_ACT_CLIP: return x < a ? a : (x > b ? b : x);
-    case EP_ACT_HARD_SWISH: {
+    case EP_ACT_HARD_SWISH:
+    case EP_ACT_HARD_SWISH_AFFINE: {
         float v = x * (1.0f / 6.0f) + 0.5f; /* ONNX: alpha x + beta, alpha = 1/6 */
-        return x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+        float y = x * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+        return act == EP_ACT_HARD_SWISH ? y : a * y + b;
     }
     case EP_ACT_HARD_SIGMOID: {
         float v = a * x + b;
@@ -66,6 +68,12 @@ void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, 
         for (int64_t i = 0; i < n; i++) {
             float v = x[i] * (1.0f / 6.0f) + 0.5f;
             y[i] = x[i] * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v));
+        }
+        return;
+    case EP_ACT_HARD_SWISH_AFFINE:
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i] * (1.0f / 6.0f) + 0.5f;
+            y[i] = a * (x[i] * (v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v))) + b;
         }
         return;
     case EP_ACT_HARD_SIGMOID:
@@ -144,10 +152,12 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     case EP_ACT_NONE: return 1;
     case EP_ACT_RELU: *v = select_where(*v > splat(0.0f), *v, splat(0.0f)); return 1;
     case EP_ACT_CLIP: clamp(v, a, b); return 1;
-    case EP_ACT_HARD_SWISH: {
+    case EP_ACT_HARD_SWISH:
+    case EP_ACT_HARD_SWISH_AFFINE: {
         ep_v8 gate = *v * splat(1.0f / 6.0f) + splat(0.5f);
         clamp(&gate, 0.0f, 1.0f);
         *v = *v * gate;
+        if (act == EP_ACT_HARD_SWISH_AFFINE) *v = *v * splat(a) + splat(b);
         return 1;
     }
     case EP_ACT_HARD_SIGMOID:

@@ -15,8 +15,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgepack.compiler.lower import lower
+from edgepack.compiler.lower import lower, lower_to_plan
 from edgepack.runtime import Session
+from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.native.op_contract import js_module
 from edgepack.targets.web.chromium import Chromium, missing
 from edgepack.targets.web.gpu_kernels import KERNEL_FILES
@@ -122,6 +123,18 @@ def _conv(x: list[int], w: list[int], bias: bool = True, then: str | None = None
     return _model(nodes, {"x": x}, ["y"], weights)
 
 
+def _hardswish_affine() -> onnx.ModelProto:
+    """A conv, HardSwish, then a scalar Mul and Add (PP-LCNetV3's learnable affine block): one Conv whose activation
+    is HardSwishAffine."""
+    model = _conv([1, 3, 9, 10], [5, 3, 3, 3], pads=[1, 1, 1, 1], then="HardSwish")
+    model.graph.node[-1].output[0] = "h"
+    model.graph.node.extend([helper.make_node("Mul", ["h", "scale"], ["m"]),
+                             helper.make_node("Add", ["m", "shift"], ["y"])])
+    model.graph.initializer.extend([numpy_helper.from_array(np.array([0.7], np.float32), "scale"),
+                                    numpy_helper.from_array(np.array([-0.3], np.float32), "shift")])
+    return model
+
+
 def _cases() -> dict[str, onnx.ModelProto]:
     cases = {
         "conv3x3": _conv([1, 3, 9, 10], [5, 3, 3, 3], pads=[1, 1, 1, 1], then="Relu"),
@@ -132,6 +145,7 @@ def _cases() -> dict[str, onnx.ModelProto]:
         "conv_pointwise": _conv([2, 7, 6, 5], [9, 7, 1, 1], then="Sigmoid"),
         "conv_pointwise_groups": _conv([1, 8, 5, 5], [6, 4, 1, 1], group=2, bias=False),
         "conv_1d": _conv([1, 4, 17], [6, 4, 3], pads=[1, 1], strides=[2], then="HardSwish"),
+        "conv_hardswish_affine": _hardswish_affine(),
         "conv_transpose": _conv([1, 4, 5, 6], [4, 3, 3, 3], op="ConvTranspose", strides=[2, 2], pads=[1, 1, 1, 1],
                                 output_padding=[1, 0]),
         "conv_transpose_groups": _conv([1, 4, 4, 5], [4, 2, 2, 2], op="ConvTranspose", group=2, strides=[2, 2],
@@ -249,6 +263,12 @@ def test_op_matches_the_reference(gpu_page: WebGpuPage, name: str) -> None:
         got = answer["outputs"][output]
         assert got.shape == expected.shape, output
         assert _max_relative_error(got, expected) <= TOLERANCE, (output, _max_relative_error(got, expected))
+
+
+def test_the_affine_case_is_one_conv_with_its_activation() -> None:
+    """conv_hardswish_affine checks the WGSL activation 7 only while the lowering folds the Mul and Add into it."""
+    plan = lower_to_plan(CASES["conv_hardswish_affine"], {"x": (1, 3, 9, 10)})
+    assert [op.kind for op in plan.ops] == ["Conv"] and plan.ops[0].params[12] == ACTIVATIONS["HardSwishAffine"]
 
 
 def test_quantized_int4_weights_are_dequantized_at_upload(gpu_page: WebGpuPage) -> None:

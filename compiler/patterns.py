@@ -1,5 +1,6 @@
 """Graph rewrites the lowering applies before emitting ops, so that more work lands in fused kernels:
-x * clip(x + 3, 0, 6) / 6 becomes one HardSwish (which then folds into the Conv before it)."""
+x * clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) (alpha 1/6, beta 1/2) become one HardSwish (which then folds into
+the Conv before it)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,18 @@ def _clip_bounds(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> tupl
     return bounds.get("min"), bounds.get("max")
 
 
+def _is_hard_swish_gate(node: onnx.NodeProto | None, x_name: str) -> bool:
+    """Whether `node` is HardSigmoid(x) with alpha 1/6 and beta 1/2: clip(x / 6 + 1/2, 0, 1), HardSwish's gate."""
+    if node is None or node.op_type != "HardSigmoid" or node.input[0] != x_name:
+        return False
+    values = {a.name: a.f for a in node.attribute}
+    return abs(values.get("alpha", 0.2) - 1.0 / 6.0) <= 1e-7 and values.get("beta", 0.5) == 0.5
+
+
 def rewrite_hard_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProto:
-    """A copy of `model` with the top-level x * clip(x + 3, 0, 6) / 6 chains as HardSwish nodes. The copy is for
-    the lowering only (HardSwish may be newer than the model's opset): it is never saved."""
+    """A copy of `model` with the top-level x * clip(x + 3, 0, 6) / 6 chains and x * HardSigmoid(x) products (PaddleOCR
+    v5's export of HardSwish) as HardSwish nodes. The copy is for the lowering only (HardSwish may be newer than the
+    model's opset): it is never saved."""
     graph = model.graph
     constants = _constants(graph)
     producer = {out: node for node in graph.node for out in node.output}
@@ -56,6 +66,15 @@ def rewrite_hard_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.Mod
             replaced[id(div)] = onnx.helper.make_node("HardSwish", [x_name], [div.output[0]], name=div.name)
             dropped |= {id(mul), id(clip), id(add)}
             break
+    for mul in graph.node:
+        if mul.op_type != "Mul" or id(mul) in dropped:
+            continue
+        for x_name, gate_name in (mul.input[0], mul.input[1]), (mul.input[1], mul.input[0]):
+            gate = producer.get(gate_name)
+            if _is_hard_swish_gate(gate, x_name) and uses.get(gate_name) == 1 and gate_name not in outputs:
+                replaced[id(mul)] = onnx.helper.make_node("HardSwish", [x_name], [mul.output[0]], name=mul.name)
+                dropped.add(id(gate))
+                break
     if not replaced:
         return model
     rewritten = onnx.ModelProto()

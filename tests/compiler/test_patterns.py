@@ -1,0 +1,90 @@
+"""The lowering's graph rewrites (compiler/patterns.py): HardSwish written out as x * clip(x + 3, 0, 6) / 6 or as
+x * HardSigmoid(x) (alpha 1/6, beta 1/2) becomes one HardSwish that folds into the Conv before it; near misses stay
+as they are. Results against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgepack.compiler.lower import lower_to_plan
+from edgepack.runtime.native.epk import ACTIVATIONS
+from edgepack.runtime.providers import PROVIDERS
+from tests.oracle import run_onnxruntime
+
+SHAPE = [1, 4, 9, 10]
+
+
+def conv_then(nodes: list[onnx.NodeProto], constants: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """x -> Conv (3x3, 4 -> 6 channels) -> c, then `nodes`, which end in y."""
+    rng = np.random.default_rng(len(nodes))
+    constants = {"w": rng.standard_normal((6, 4, 3, 3)).astype(np.float32) * 0.4,
+                 "b": rng.standard_normal(6).astype(np.float32), **constants}
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), *nodes], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def scalar(value: float) -> np.ndarray:
+    return np.array(value, np.float32)
+
+
+def clip_form() -> onnx.ModelProto:
+    return conv_then([helper.make_node("Add", ["c", "three"], ["shifted"]),
+                      helper.make_node("Clip", ["shifted", "zero", "six"], ["clipped"]),
+                      helper.make_node("Mul", ["c", "clipped"], ["product"]),
+                      helper.make_node("Div", ["product", "six"], ["y"])],
+                     {"three": scalar(3.0), "zero": scalar(0.0), "six": scalar(6.0)})
+
+
+def gate_form(alpha: float = 1.0 / 6.0, beta: float = 0.5, gate_first: bool = True) -> onnx.ModelProto:
+    inputs = ["gate", "c"] if gate_first else ["c", "gate"]
+    return conv_then([helper.make_node("HardSigmoid", ["c"], ["gate"], alpha=alpha, beta=beta),
+                      helper.make_node("Mul", inputs, ["y"])], {})
+
+
+def learnable_affine_block() -> onnx.ModelProto:
+    """PaddleOCR v5's LCNetV3 block as exported: HardSigmoid gate, then a scalar scale and shift."""
+    return conv_then([helper.make_node("HardSigmoid", ["c"], ["gate"], alpha=1.0 / 6.0, beta=0.5),
+                      helper.make_node("Mul", ["gate", "c"], ["swished"]),
+                      helper.make_node("Mul", ["scale", "swished"], ["scaled"]),
+                      helper.make_node("Add", ["scaled", "shift"], ["y"])],
+                     {"scale": np.array([1.25], np.float32), "shift": np.array([-0.2], np.float32)})
+
+
+FUSED = {
+    "x * clip(x + 3, 0, 6) / 6": (clip_form, "HardSwish"),
+    "HardSigmoid(x) * x": (gate_form, "HardSwish"),
+    "x * HardSigmoid(x)": (lambda: gate_form(gate_first=False), "HardSwish"),
+    "HardSigmoid(x) * x, then scale and shift": (learnable_affine_block, "HardSwishAffine"),
+}
+
+
+@pytest.mark.parametrize("case", list(FUSED))
+def test_hard_swish_written_out_folds_into_the_conv(case: str) -> None:
+    build, activation = FUSED[case]
+    model = build()
+    plan = lower_to_plan(model, {"x": SHAPE})
+    assert [op.kind for op in plan.ops] == ["Conv"]
+    assert plan.ops[0].params[12] == ACTIVATIONS[activation]
+    x = np.random.default_rng(11).standard_normal(SHAPE).astype(np.float32) * 4
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_gate_read_twice_stays() -> None:
+    model = gate_form()
+    model.graph.node.append(helper.make_node("Add", ["y", "gate"], ["z"]))
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    assert "Unary" in [op.kind for op in lower_to_plan(model, {"x": SHAPE}).ops]
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.2, 0.5), (1.0 / 6.0, 0.4)], ids=["alpha 0.2", "beta 0.4"])
+def test_another_hard_sigmoid_is_not_hard_swish(alpha: float, beta: float) -> None:
+    kinds = [op.kind for op in lower_to_plan(gate_form(alpha, beta), {"x": SHAPE}).ops]
+    assert kinds == ["Conv", "Unary", "Binary"]

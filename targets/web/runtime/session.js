@@ -105,7 +105,8 @@ export async function openSession(model, base, options = {}) {
   const wantsGpu = wanted.includes("webgpu") && model.partitions.some((p) => p.provider === "webgpu");
   let core = null;
   const wasmCore = () => (core ??= load(model.core).then((r) => r.arrayBuffer()).then(compileCore));
-  if (model.partitions.some((p) => p.provider !== "webgpu")) wasmCore();
+  // fetched now where a partition is sure to run on wasm (a failure surfaces where that partition opens)
+  if (!wantsGpu || model.partitions.some((p) => p.provider !== "webgpu")) wasmCore().catch(() => {});
   const plans = Promise.all(model.partitions.map((p) => load(p.plan).then((r) => r.arrayBuffer())));
   const gpu = wantsGpu ? await openGpu(auto) : { reason: "webgpu was not asked for" };
   const gpuModule = gpu.device ? await import("./webgpu.js") : null;

@@ -201,11 +201,8 @@ def emit_lrn(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]
 
 @emitter("PRelu")
 def emit_prelu(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
-    """max(x, 0) + slope * min(x, 0), the slope broadcast to x."""
+    """x < 0 ? x * slope : x, the slope broadcast to x: one Binary op."""
     x, slope = inputs
     if dtype_of(x) != "float32":
         raise unsupported(node, "float32 only")
-    name, zero = node.output[0], np.zeros((), np.float32)
-    positive = binary(lw, "Max", x, zero, f"{name}/positive")
-    negative = binary(lw, "Min", x, zero, f"{name}/negative")
-    return [binary(lw, "Add", positive, binary(lw, "Mul", negative, slope, f"{name}/scaled"), name)]
+    return [binary(lw, "PRelu", x, slope, node.output[0])]

@@ -1,5 +1,6 @@
-/* Elementwise ops with broadcasting: Binary (float32 arithmetic here, on the latency path; comparisons, logic and
-   int32/int64 in binary_exact.c; every other number dtype through wide.c); Where; Expand. */
+/* Elementwise ops with broadcasting: Binary (float32 arithmetic here, on the latency path, PRelu (x < 0 ? x * slope : x)
+   too; comparisons, logic and int32/int64 in binary_exact.c; every other number dtype through wide.c); Where;
+   Expand. */
 #include "binary_rows.h"
 
 static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }
@@ -19,6 +20,7 @@ static ep_status check_binary(const ep_node *n, size_t *scratch, char *error) {
     if (y->dtype != want) return ep_fail(error, n, ": wrong output dtype");
     int supported = is_logic(kind)     ? a->dtype == EP_BOOL
                     : is_bitwise(kind) ? ep_wide_integer(a->dtype)
+                    : kind == B_PRELU  ? a->dtype == EP_F32
                                        : number;
     if (!supported) return ep_fail(error, n, ": unsupported dtype");
     if (!ep_broadcasts_to(a, y) || !ep_broadcasts_to(b, y)) return ep_fail(error, n, ": shapes do not broadcast");
@@ -56,6 +58,7 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
         case B_DIV: EP_ROW_LOOP(x / z); break;
         case B_MAX: EP_ROW_LOOP(x != x ? x : (z != z ? z : (x > z ? x : z))); break;
         case B_MIN: EP_ROW_LOOP(x != x ? x : (z != z ? z : (x < z ? x : z))); break;
+        case B_PRELU: EP_ROW_LOOP(x < 0.0f ? x * z : x); break;
         default: EP_ROW_LOOP(binary_f32(kind, x, z)); break;
         }
     }

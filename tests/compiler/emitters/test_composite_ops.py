@@ -1,5 +1,5 @@
 """LpNormalization, Hardmax, Einsum, InstanceNormalization and LRN, each lowered as a few plan ops, on the cpu core
-against onnxruntime."""
+against onnxruntime; PRelu, one Binary op, on the cpu, wasm and neon (qemu) cores."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -98,3 +99,30 @@ def test_lrn_sums_squares_over_neighbouring_channels(size: int) -> None:
         sums = np.stack([(x[:, max(0, c - (size - 1) // 2):c + size // 2 + 1] ** 2).sum(axis=1) for c in range(6)], 1)
         expected = x / (2.0 + 0.01 / size * sums) ** 0.6
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+PRELU_SLOPES = {
+    "per channel": np.array([[[0.25]], [[-0.5]], [[2.0]], [[0.0]]], np.float32),
+    "one": np.array([0.1], np.float32),
+    "per element": np.linspace(-1, 1, 4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6),
+}
+
+
+@pytest.mark.parametrize("slope", list(PRELU_SLOPES))
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
+def test_prelu_is_one_pass(provider: str, slope: str) -> None:
+    """x < 0 ? x * slope : x, on values with -0, NaN and infinities, each slope broadcast to x (1, 4, 5, 6)."""
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    graph = helper.make_graph([helper.make_node("PRelu", ["x", "slope"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(PRELU_SLOPES[slope], "slope")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    assert [op.kind for op in lower_to_plan(model, {"x": (1, 4, 5, 6)}).ops] == ["Binary"]
+    x = np.random.default_rng(5).standard_normal((1, 4, 5, 6)).astype(np.float32) * 3
+    x.flat[:4] = [-0.0, np.nan, -np.inf, np.inf]
+    actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected))
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=0)

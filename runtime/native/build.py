@@ -167,7 +167,7 @@ WASM_OPTIMIZATION = {
 with their fixed-count loops unrolled (without that, ppocr-rec and ppocr-det take twice as long in V8); the other
 kernels that a model's latency can depend on are -O2 with their vector loops not unrolled; the loader, executor,
 checks and seldom-hot kernels are -Os. On the sample models this is as fast in V8 as -O3 throughout, in two thirds
-of the bytes (ppocr-rec's core: 121 KB, 184 KB at -O3)."""
+of the bytes (ppocr-rec's core: 118 KB, 184 KB at -O3)."""
 WASM_EXPORTS = ["ep_required_bytes", "ep_open", "ep_open_error", "ep_run", "ep_error", "ep_input_count",
                 "ep_output_count", "ep_input", "ep_output", "ep_status_name", "__heap_base"]
 WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"

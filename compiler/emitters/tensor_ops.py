@@ -53,6 +53,8 @@ def emit_binary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     if len(inputs) != 2:
         raise unsupported(node, "variadic form")
     kind = "Fmod" if node.op_type == "Mod" and attributes(node).get("fmod", 0) else node.op_type
+    if kind == "Add" and (fused := _fuse_bias(lw, node, a, b)) is not None:
+        return [fused]
     if kind in ("Mul", "Add") and (fused := _fuse_affine(lw, node, a, b)) is not None:
         return [fused]
     return [binary(lw, kind, a, b, node.output[0])]
@@ -160,6 +162,30 @@ def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float
     producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(a), F32(b)]
     lw.tensors[source.index].name = node.output[0]
     return True
+
+
+BIAS_INPUT = {"PackedMatMul": 2, "Int8MatMul": 6}
+"""The products by a constant weight that take a bias per column, and its input."""
+
+
+def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:
+    """x + bias, bias a float32 constant row of x's N columns, where x is the output of the PackedMatMul or Int8MatMul
+    just emitted, without a bias or activation yet (a Linear layer exported as MatMul and Add): the bias goes into
+    the product's epilogue; None where it does not apply."""
+    source, value = (a, b) if isinstance(a, Runtime) else (b, a)
+    producer = _fusing_producer(lw, source)
+    if producer is None or producer.kind not in BIAS_INPUT or isinstance(value, Runtime):
+        return None
+    value, slot, n = np.asarray(value), BIAS_INPUT[producer.kind], shape_of(source)[-1]
+    if value.dtype != np.float32 or value.size != n or value.shape[-1:] != (n,) or \
+            value.ndim > len(shape_of(source)) or producer.params[1] != ACTIVATIONS["None"]:
+        return None
+    if len(producer.inputs) > slot and producer.inputs[slot] is not None:
+        return None
+    producer.inputs += [None] * (slot + 1 - len(producer.inputs))
+    producer.inputs[slot] = lw.tensor(value.reshape(n), f"{node.output[0]}/bias")
+    lw.tensors[source.index].name = node.output[0]
+    return Runtime(source.index, source.dtype, source.shape)
 
 
 def _fuse_affine(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:

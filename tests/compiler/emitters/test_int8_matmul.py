@@ -30,9 +30,11 @@ def test_int8_panels_hold_four_rows_of_a_column_side_by_side() -> None:
 
 
 def qdq_matmul(rows: int, k: int, n: int, zero_type: int = TensorProto.UINT8, per_tensor: bool = False,
-               readers: int = 1, then_relu: bool = False, also_add: bool = False) -> onnx.ModelProto:
+               readers: int = 1, then_relu: bool = False, also_add: bool = False, bias: bool = False
+               ) -> onnx.ModelProto:
     """x [rows, k] -> QuantizeLinear -> DequantizeLinear -> `readers` MatMuls by int8 weights (k x n, scales per
-    column or one), summed; then a Relu, and the round trip also added to itself, if asked."""
+    column or one), summed; then a bias per column added, a Relu, and the round trip also added to itself, if
+    asked."""
     rng = np.random.default_rng(rows * 1000 + k + n)
     zero = 3 if zero_type == TensorProto.INT8 else 131
     constants = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
@@ -51,6 +53,10 @@ def qdq_matmul(rows: int, k: int, n: int, zero_type: int = TensorProto.UINT8, pe
     for r, product in enumerate(products[1:]):
         nodes.append(helper.make_node("Add", [total, product], [f"s{r}"]))
         total = f"s{r}"
+    if bias:
+        constants.append(numpy_helper.from_array(np.linspace(-2, 2, n, dtype=np.float32), "bias"))
+        nodes.append(helper.make_node("Add", [total, "bias"], ["biased"]))
+        total = "biased"
     nodes.append(helper.make_node("Relu" if then_relu else "Identity", [total], ["y"]))
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
     if also_add:
@@ -67,6 +73,7 @@ FORMS = {
     "one weight scale, 9 rows, K 384, N 33": (9, 384, 33, {"per_tensor": True}),
     "Relu fused, 8 rows": (8, 64, 32, {"then_relu": True}),
     "three MatMuls on one round trip": (16, 40, 24, {"readers": 3}),
+    "a bias added after it, then Relu": (12, 64, 40, {"bias": True, "then_relu": True}),
 }
 
 
@@ -86,6 +93,7 @@ def test_qdq_matmul_runs_as_int8_matmul_and_matches_onnxruntime(provider: str, f
     model = qdq_matmul(rows, k, n, **options)
     kinds = [op.kind for op in lower_to_plan(model, {"x": [rows, k]}).ops]
     assert kinds.count("Int8MatMul") == options.get("readers", 1) and "Quantize" not in kinds
+    assert "Binary" not in kinds or options.get("readers", 1) > 1
     feeds = inputs(rows, k)
     expected = run_onnxruntime(model, feeds)["y"]
     actual = PROVIDERS[provider].compile(model, {}).run(feeds)["y"]

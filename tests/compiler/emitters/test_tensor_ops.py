@@ -103,3 +103,57 @@ def test_an_activation_other_than_hardswish_keeps_its_scale() -> None:
         if node.op_type == "HardSwish":
             node.op_type = "Relu"
     assert [op.kind for op in lower_to_plan(model, {"x": SHAPE}).ops] == ["Conv", "Binary"]
+
+
+def linear(bias: np.ndarray, bias_first: bool = False, then: str | None = None,
+           int8_weight: bool = False) -> onnx.ModelProto:
+    """x [2, 9, 20] -> MatMul by a constant 20 x 24 weight (float32, or int8 through DequantizeLinear) -> Add of
+    `bias` (its first input with `bias_first`) -> optionally an activation."""
+    rng = np.random.default_rng(int(bias.size))
+    weight = rng.standard_normal((20, 24)).astype(np.float32)
+    initializers = {"bias": bias}
+    nodes = []
+    if int8_weight:
+        initializers.update(q=rng.integers(-127, 128, (20, 24)).astype(np.int8),
+                            scale=np.full(24, 0.02, np.float32))
+        nodes.append(helper.make_node("DequantizeLinear", ["q", "scale"], ["w"], axis=1))
+    else:
+        initializers["w"] = weight
+    nodes.append(helper.make_node("MatMul", ["x", "w"], ["p"]))
+    nodes.append(helper.make_node("Add", ["bias", "p"] if bias_first else ["p", "bias"], ["y" if not then else "s"]))
+    if then:
+        nodes.append(helper.make_node(then, ["s"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 9, 20])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+BIASES = {
+    "x + bias": {"bias": np.linspace(-1, 1, 24, dtype=np.float32)},
+    "bias + x, then Relu": {"bias": np.linspace(-1, 1, 24, dtype=np.float32), "bias_first": True, "then": "Relu"},
+    "bias of shape 1 x 1 x N": {"bias": np.linspace(-1, 1, 24, dtype=np.float32).reshape(1, 1, 24)},
+    "int8 weight": {"bias": np.linspace(-1, 1, 24, dtype=np.float32), "int8_weight": True},
+}
+
+
+@pytest.mark.parametrize("case", list(BIASES))
+@pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
+def test_a_bias_added_after_a_packed_product_goes_into_it(provider: str, case: str) -> None:
+    """A Linear layer exported as MatMul and Add: one PackedMatMul with the bias (and a Relu after it) in its
+    epilogue."""
+    if reason := PROVIDERS[provider].missing():
+        pytest.skip(reason)
+    model = linear(**BIASES[case])
+    plan = lower_to_plan(model, {"x": (2, 9, 20)})
+    assert [op.kind for op in plan.ops] == ["PackedMatMul"]
+    x = np.random.default_rng(4).standard_normal((2, 9, 20)).astype(np.float32)
+    actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("bias", [np.ones((9, 24), np.float32), np.ones((1, 1, 1, 24), np.float32)],
+                         ids=["a bias per row", "a bias of higher rank than x"])
+def test_other_sums_after_a_product_stay_binary(bias: np.ndarray) -> None:
+    assert [op.kind for op in lower_to_plan(linear(bias), {"x": (2, 9, 20)}).ops] == ["PackedMatMul", "Binary"]

@@ -177,8 +177,9 @@ def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtim
     if producer is None or producer.kind not in BIAS_INPUT or isinstance(value, Runtime):
         return None
     value, slot, n = np.asarray(value), BIAS_INPUT[producer.kind], shape_of(source)[-1]
+    activation = producer.params[ACTIVATION_PARAM[producer.kind]]
     if value.dtype != np.float32 or value.size != n or value.shape[-1:] != (n,) or \
-            value.ndim > len(shape_of(source)) or producer.params[1] != ACTIVATIONS["None"]:
+            value.ndim > len(shape_of(source)) or activation != ACTIVATIONS["None"]:
         return None
     if len(producer.inputs) > slot and producer.inputs[slot] is not None:
         return None

@@ -1,6 +1,6 @@
-/* Elementwise ops with broadcasting: Binary (float32 arithmetic here, on the latency path, PRelu (x < 0 ? x * slope : x)
-   too; comparisons, logic and int32/int64 in binary_exact.c; every other number dtype through wide.c); Where;
-   Expand. */
+/* Elementwise ops with broadcasting: Binary (here the float32 arithmetic a model's latency rests on, PRelu, x < 0 ?
+   x * slope : x, among it; comparisons, logic and int32/int64 in binary_exact.c; every other number dtype through
+   wide.c); Where; Expand. */
 #include "binary_rows.h"
 
 static int is_logic(int32_t kind) { return kind >= B_AND && kind <= B_XOR; }

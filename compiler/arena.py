@@ -13,10 +13,11 @@ def _root(parent: dict[int, int], t: int) -> int:
 
 
 def plan_arena(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs: list[int],
-               aliases: dict[int, int]) -> int:
+               aliases: dict[int, int], open_ops: int = 0) -> int:
     """Sets `offset` on every arena tensor and returns the arena size. `aliases` maps a tensor to the one whose
     buffer it shares (a reshape output to its input). Times: 0 for model inputs, op index + 1 for an op, len(ops)
-    + 1 for model outputs; two buffers whose [first write, last use] intervals meet never overlap."""
+    + 1 for model outputs; two buffers whose [first write, last use] intervals meet never overlap. What the first
+    `open_ops` ops write (once, when a session opens) lives from 0 to len(ops) + 1, apart from every other buffer."""
     parent = {t: s for t, s in aliases.items()}
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -34,6 +35,10 @@ def plan_arena(tensors: list[Tensor], ops: list[Op], inputs: list[int], outputs:
                 touch(t, index + 1)
     for t in outputs:
         touch(t, len(ops) + 1)
+    for op in ops[:open_ops]:
+        for t in op.outputs:
+            touch(t, 0)
+            touch(t, len(ops) + 1)
     for t, tensor in enumerate(tensors):
         if tensor.location == ARENA and _root(parent, t) not in first:
             touch(t, len(ops) + 2)

@@ -76,11 +76,16 @@ SHAPE_FIRST = ("ConstantOfShape", "Range")
 class Lowering:
     """The plan under construction: tensors, ops, buffer aliases and scratch, for one model at fixed input shapes."""
 
-    def __init__(self, model: onnx.ModelProto, packed_weights: bool = True) -> None:
+    def __init__(self, model: onnx.ModelProto, packed_weights: bool = True, expand_weights: bool = False) -> None:
         self.model = model
         self.packed_weights = packed_weights
         """Whether a product by a constant weight may take the weight packed at plan time (PackedMatMul, which
         WebGPU does not run)."""
+        self.expand_weights = expand_weights
+        """Whether quantized weights in weight slots become float32 once, when a session opens (ExpandWeight ops
+        in `open`), rather than at each call."""
+        self.open: list[Op] = []
+        self.expanded: dict[int, tuple[Quantized, Runtime]] = {}
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         self.opset = self.opsets.get("", 1)
         self.tensors: list[Tensor] = []
@@ -135,14 +140,17 @@ class Lowering:
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
         self.scratch = max(self.scratch, scratch)
 
-    @staticmethod
-    def weight_slots(kind: str, inputs: list[Any], params: list[Any], scratch: int
+    def weight_slots(self, kind: str, inputs: list[Any], params: list[Any], scratch: int
                      ) -> tuple[list[Any], list[Any], int]:
-        """Quantized float32 weights in the op's weight slots stay quantized: the op gets its own inputs, one scale
-        input and (axis, block) per slot, and scratch to dequantize into. Any other quantized input becomes floats."""
+        """Quantized float32 weights in the op's weight slots stay quantized: expanded once at open where the plan
+        does that, else the op gets its own inputs, one scale input and (axis, block) per slot, and scratch to
+        dequantize into at each call. Any other quantized input becomes floats."""
         own, slots = SLOTS.get(kind, (0, []))
         keep = [k for k in slots
                 if k < len(inputs) and isinstance(inputs[k], Quantized) and inputs[k].dtype == "float32"]
+        if self.expand_weights:
+            inputs = [self.expanded_weight(v) if k in keep else v for k, v in enumerate(inputs)]
+            keep = []
         inputs = [np.asarray(v) if isinstance(v, Quantized) and k not in keep else v for k, v in enumerate(inputs)]
         if not keep:
             return inputs, params, scratch
@@ -153,6 +161,16 @@ class Lowering:
             params += [value.axis, value.block] if value else [0, 0]
             scratch += scratch_bytes(value, kind) if value else 0
         return inputs, params, scratch
+
+    def expanded_weight(self, weight: Quantized) -> Runtime:
+        """The float32 arena tensor an open ExpandWeight op makes of `weight` (once per weight)."""
+        key = id(weight)
+        if key not in self.expanded or self.expanded[key][0] is not weight:
+            source = [self.tensor(weight), *([] if weight.scale is None else [self.tensor(weight.scale)])]
+            out = self.arena(f"{self.tensors[source[0]].name}/expanded", "float32", weight.shape)
+            self.open.append(Op("ExpandWeight", source, [out.index], [weight.axis, weight.block]))
+            self.expanded[key] = (weight, out)
+        return self.expanded[key][1]
 
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
         """A reshape of `source` that shares its buffer."""
@@ -397,6 +415,8 @@ class Lowering:
         del self.tensors[tensors:], self.ops[ops:], self.missing[missing:]
         self.aliases = {t: s for t, s in self.aliases.items() if t < tensors}
         self.weights = {k: v for k, v in self.weights.items() if v[0] < tensors}
+        self.open = [op for op in self.open if op.outputs[0] < tensors]
+        self.expanded = {k: v for k, v in self.expanded.items() if v[1].index < tensors}
 
 
 def _dtype(value: Value | Quantized) -> np.dtype:
@@ -442,12 +462,15 @@ def _input_shapes(graph: onnx.GraphProto, shapes: dict[str, Sequence[int]]) -> d
 
 
 def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,
-                  values: dict[str, np.ndarray] | None = None, packed_weights: bool = True) -> Plan:
+                  values: dict[str, np.ndarray] | None = None, packed_weights: bool = True,
+                  expand_weights: bool = True) -> Plan:
     """The plan of `model` at the given input shapes (dims the model leaves symbolic must be given), and for the
     given `values` of inputs that shape other tensors (NeedsValues names them; the plan guards them); without
-    `packed_weights`, only ops WebGPU also runs hold constant weights (no PackedMatMul)."""
+    `packed_weights`, only ops WebGPU also runs hold constant weights (no PackedMatMul). With `packed_weights` and
+    `expand_weights`, quantized weights become float32 once, when a session opens (the session then holds them as
+    float32: the speed of float32 weights, in their memory); else each call dequantizes them."""
     model = rewrite_hard_swish(model, _uses(model.graph))
-    lowering = Lowering(model, packed_weights)
+    lowering = Lowering(model, packed_weights, packed_weights and expand_weights)
     scope: Scope = {}
     inputs = []
     for name, (dtype, shape) in _input_shapes(model.graph, shapes or {}).items():
@@ -478,9 +501,9 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
             value = copy
         lowering.tensors[value.index].name = out.name
         outputs.append(value.index)
-    ops = without_unread_round_trips(lowering.ops, outputs)
-    arena = plan_arena(lowering.tensors, ops, inputs, outputs, lowering.aliases)
-    return Plan(lowering.tensors, ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64)
+    ops = [*lowering.open, *without_unread_round_trips(lowering.ops, outputs)]
+    arena = plan_arena(lowering.tensors, ops, inputs, outputs, lowering.aliases, len(lowering.open))
+    return Plan(lowering.tensors, ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64, len(lowering.open))
 
 
 def lower(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,

@@ -16,7 +16,7 @@ import onnx
 
 from edgepack.compiler.lower import MissingKernels, lower_to_plan
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.native.epk import Plan
+from edgepack.runtime.native.epk import WEIGHT, Plan
 
 from .partition import Partition, provider_compiles
 from .profile import Profile
@@ -35,6 +35,8 @@ class Lowered:
     """The artefact on disk (form `ir`: the `.xml` beside its `.bin`; form `mlpackage`: the package folder)."""
     options: dict[str, Any] = field(default_factory=dict)
     """The manifest entry's options: how the artefact was converted (CoreML features, OpenVINO precision)."""
+    note: str = ""
+    """What the build should warn about this artefact (a plan whose weights stay quantized while it runs)."""
 
 
 def pinned_shapes(model: onnx.ModelProto, product: str) -> dict[str, tuple[int, ...]]:
@@ -87,11 +89,29 @@ def pinnable_name(dim_param: str) -> bool:
     return dim_param not in ("", "?")
 
 
-def plan_of(model: onnx.ModelProto, product: str, packed_weights: bool = True) -> Plan:
-    """The plan at the pinned input shapes (`packed_weights`: see lower_to_plan); when the core has no kernel for
-    some nodes, the build fails listing them and their ops."""
+MEGABYTE = 1 << 20
+
+
+def session_bytes(plan: Plan) -> int:
+    """The memory a session of `plan` holds while it runs, but for its tables: its weights, arena and scratch."""
+    return sum(t.nbytes for t in plan.tensors if t.location == WEIGHT) + plan.arena_bytes + plan.scratch_bytes
+
+
+def plan_of(model: onnx.ModelProto, product: str, packed_weights: bool = True,
+            peak_memory_mb: float | None = None) -> tuple[Plan, str]:
+    """The plan at the pinned input shapes (`packed_weights`: see lower_to_plan), and a note for the build when
+    its quantized weights stay quantized while it runs: they are expanded to float32 once, when a session opens,
+    unless that takes a session over `peak_memory_mb`. When the core has no kernel for some nodes, the build fails
+    listing them and their ops."""
     try:
-        return lower_to_plan(model, pinned_shapes(model, product), packed_weights=packed_weights)
+        plan = lower_to_plan(model, pinned_shapes(model, product), packed_weights=packed_weights)
+        if peak_memory_mb is None or not plan.open_ops or session_bytes(plan) <= peak_memory_mb * MEGABYTE:
+            return plan, ""
+        note = (f"{product}: its quantized weights, expanded to float32 when a session opens, would take a session "
+                f"to {session_bytes(plan) / MEGABYTE:.0f} MB, over the profile's peak_memory_mb of "
+                f"{peak_memory_mb:g}; each run dequantizes them instead, which is slower")
+        return lower_to_plan(model, pinned_shapes(model, product), packed_weights=packed_weights,
+                             expand_weights=False), note
     except MissingKernels as error:
         ops = sorted({label.split(" (")[0] for label in error.nodes})
         raise EdgepackError(f"{product} cannot be built: the C core has no kernel for {', '.join(ops)}, used by "
@@ -140,7 +160,8 @@ class Lowerer:
     def _lower(self, part: Partition) -> Lowered:
         form = self.forms.get(part.provider, "onnx")
         if form == "plan":
-            return Lowered(part, form, plan=plan_of(part.model, self.product, packed_weights=part.provider != "webgpu"))
+            plan, note = plan_of(part.model, self.product, part.provider != "webgpu", self.profile.peak_memory_mb)
+            return Lowered(part, form, plan=plan, note=note)
         if form == "mlpackage":
             path, options = self._mlpackage(part.model)
             return Lowered(part, form, files=path, options=options)

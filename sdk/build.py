@@ -345,6 +345,7 @@ def partition_stage(state: BuildState, progress: Reporter) -> str:
 def lower_stage(state: BuildState, progress: Reporter) -> str:
     """Each partition in the form its target ships it: ONNX, an `.epk` plan, OpenVINO IR or a CoreML package."""
     state.lowered = state.lowerer.lower(state.quantized.model, state.partitions)
+    state.report.warnings += [f"{low.partition.id}: {low.note}" for low in state.lowered if low.note]
     return ", ".join(f"{low.partition.id} {low.form}" for low in state.lowered)
 
 

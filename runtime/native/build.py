@@ -159,8 +159,9 @@ WASM_CC = "clang"
 WASM = ["--target=wasm32", "-msimd128", "-mbulk-memory", "-ffp-contract=fast", "-nostdlib"]
 WASM_OPTIMIZATION = {
     **dict.fromkeys(("kernels/gemm.c", "kernels/conv.c", "kernels/depthwise.c"), ["-O2"]),
-    **dict.fromkeys((f"kernels/{name}.c" for name in ("matmul", "int8_matmul", "quant", "recurrent", "elementwise",
-                                                      "unary", "reduce", "normalize", "resize", "pool")),
+    **dict.fromkeys((f"kernels/{name}.c" for name in ("matmul", "int8_matmul", "quant", "dequantize", "recurrent",
+                                                      "elementwise", "unary", "reduce", "normalize", "resize",
+                                                      "pool")),
                     ["-O2", "-fno-unroll-loops"]),
 }
 """How the wasm core's files are compiled, by path; any other file -Os. The micro-kernels and conv loops are -O2

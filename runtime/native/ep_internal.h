@@ -73,6 +73,7 @@ struct ep_session {
     const uint8_t *plan;
     size_t plan_len;
     uint32_t n_tensors, n_ops, n_inputs, n_outputs;
+    uint32_t open_ops; /* the first ops, run once by ep_open (ExpandWeight); ep_run runs the rest */
     ep_tensor *tensors;
     ep_node *nodes;
     ep_tensor **inputs;
@@ -82,6 +83,9 @@ struct ep_session {
     float *scratch;
     size_t scratch_bytes;
 };
+
+/* Runs the plan's open ops once (executor.c). */
+ep_status ep_run_open_ops(ep_session *session);
 
 /* Shared helpers (util.c). */
 void ep_message(char *error, const char *a, const char *b, int64_t number);

@@ -72,6 +72,8 @@ class Plan:
     outputs: list[int]
     arena_bytes: int
     scratch_bytes: int
+    open_ops: int = 0
+    """The first ops, which the core runs once when a session opens (ExpandWeight); each run runs the rest."""
 
 
 def _align(value: int, alignment: int) -> int:
@@ -149,10 +151,10 @@ def write(plan: Plan) -> bytes:
         offsets.append(at)
         at = _align(at + len(section), 4)
     weights_offset = _align(at, WEIGHT_ALIGN)
-    header = struct.pack("<4s20I", MAGIC, FORMAT_VERSION, HEADER_BYTES, 0, len(plan.tensors), offsets[0],
+    header = struct.pack("<4s21I", MAGIC, FORMAT_VERSION, HEADER_BYTES, 0, len(plan.tensors), offsets[0],
                          len(plan.ops), offsets[1], len(io), offsets[2], len(plan.inputs), len(plan.outputs),
                          offsets[3], offsets[4], len(params), offsets[5], len(names), weights_offset, len(weights),
-                         plan.arena_bytes, plan.scratch_bytes)
+                         plan.arena_bytes, plan.scratch_bytes, plan.open_ops)
     out = bytearray(header + bytes(HEADER_BYTES - len(header)))
     for offset, section in zip(offsets, sections):
         out += bytes(offset - len(out)) + section

@@ -1,4 +1,5 @@
-/* Executor: runs a checked plan op by op, and gives access to its inputs and outputs. */
+/* Executor: runs a checked plan op by op (its open ops once, from ep_open; the rest at each ep_run), and gives access
+   to its inputs and outputs. */
 #include "ep_internal.h"
 
 #ifdef EP_PROFILE
@@ -9,6 +10,22 @@ uint64_t ep_profile_now(void);
 void ep_profile_op(uint32_t index, uint32_t op, uint64_t nanoseconds);
 #endif
 
+static ep_status failed(ep_session *s, ep_status status, uint32_t op) {
+    char detail[EP_ERROR_CAPACITY];
+    ep_memcpy(detail, s->error, EP_ERROR_CAPACITY);
+    ep_message(s->error, detail, " (op", op);
+    return status;
+}
+
+ep_status ep_run_open_ops(ep_session *s) {
+    ep_context context = {s->scratch, s->scratch_bytes / sizeof(float), s->error};
+    for (uint32_t i = 0; i < s->open_ops; i++) {
+        ep_status status = ep_kernel_for(s->nodes[i].id)->run(&s->nodes[i], &context);
+        if (status != EP_OK) return failed(s, status, i);
+    }
+    return EP_OK;
+}
+
 ep_status ep_run(ep_session *s) {
     if (!s) return EP_ERR_ARGUMENT;
     s->error[0] = 0;
@@ -16,7 +33,7 @@ ep_status ep_run(ep_session *s) {
 #ifdef EP_PROFILE
     uint64_t last = ep_profile_now();
 #endif
-    for (uint32_t i = 0; i < s->n_ops; i++) {
+    for (uint32_t i = s->open_ops; i < s->n_ops; i++) {
         const ep_node *n = &s->nodes[i];
         if (n->id == EP_OP_SKIP) {
             i += (uint32_t)n->params[0];
@@ -32,12 +49,7 @@ ep_status ep_run(ep_session *s) {
         ep_profile_op(i, n->id, now - last);
         last = now;
 #endif
-        if (status != EP_OK) {
-            char detail[EP_ERROR_CAPACITY];
-            ep_memcpy(detail, s->error, EP_ERROR_CAPACITY);
-            ep_message(s->error, detail, " (op", i);
-            return status;
-        }
+        if (status != EP_OK) return failed(s, status, i);
     }
     return EP_OK;
 }

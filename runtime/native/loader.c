@@ -7,7 +7,7 @@ typedef struct ep_header {
     uint32_t n_io, io_offset, n_inputs, n_outputs;
     uint32_t ports_offset, params_offset, params_bytes, names_offset;
     uint32_t names_bytes, weights_offset, weights_bytes, arena_bytes;
-    uint32_t scratch_bytes;
+    uint32_t scratch_bytes, open_ops;
 } ep_header;
 
 #define EP_MAX_COUNT (1u << 24)
@@ -46,7 +46,7 @@ static ep_status read_header(const uint8_t *plan, size_t plan_len, ep_header *h,
         return EP_ERR_FORMAT;
     }
     if (h->n_tensors > EP_MAX_COUNT || h->n_ops > EP_MAX_COUNT || h->n_io > EP_MAX_COUNT ||
-        h->n_inputs > h->n_tensors || h->n_outputs > h->n_tensors) {
+        h->n_inputs > h->n_tensors || h->n_outputs > h->n_tensors || h->open_ops > h->n_ops) {
         ep_message(error, "a count in the header is too large", "", -1);
         return EP_ERR_FORMAT;
     }
@@ -183,6 +183,10 @@ static ep_status read_op(ep_session *s, const ep_header *h, uint32_t index, ep_t
         ep_message(s->error, "unknown op id in op", "", index);
         return EP_ERR_OP;
     }
+    if ((n->id == EP_OP_EXPAND_WEIGHT) != (index < h->open_ops)) {
+        ep_message(s->error, "the ops run at open must be the plan's ExpandWeight ops; op", "", index);
+        return EP_ERR_OP;
+    }
     if ((uint64_t)io_first + n->n_in + n->n_out > h->n_io) {
         ep_message(s->error, "tensor list past the end in op", "", index);
         return EP_ERR_BOUNDS;
@@ -219,8 +223,13 @@ static ep_status read_op(ep_session *s, const ep_header *h, uint32_t index, ep_t
                 ep_message(s->error, "an op writes a weight in op", "", index);
                 return EP_ERR_TENSOR;
             }
+            if (index >= h->open_ops && tensor->first_write != EP_ABSENT && tensor->first_write <= h->open_ops) {
+                ep_message(s->error, "an op writes what an op run at open wrote, in op", "", index);
+                return EP_ERR_TENSOR;
+            }
             if (tensor->first_write == EP_ABSENT) tensor->first_write = index + 1;
             if (tensor->last_use < index + 1) tensor->last_use = index + 1;
+            if (index < h->open_ops) tensor->last_use = h->n_ops + 1; /* a session's constant */
         }
     }
     if (n->id == EP_OP_SKIP_UNLESS || n->id == EP_OP_SKIP) {
@@ -239,8 +248,19 @@ static int ranges_overlap(const ep_tensor *a, const ep_tensor *b) {
 
 static int aliases(const ep_tensor *a, const ep_tensor *b) { return a->data == b->data && a->bytes == b->bytes; }
 
-/* No op may write over a tensor that is still live, unless the two are one buffer (a reshape alias). */
+/* No op may write over a tensor that is still live, unless the two are one buffer (a reshape alias); and what the
+   open ops write, which lives as long as the session, overlaps no model input or output (the caller writes and
+   reads those between runs). */
 static ep_status check_lifetimes(ep_session *s) {
+    for (uint32_t i = 0; i < s->open_ops; i++) {
+        const ep_tensor *out = s->nodes[i].out[0];
+        for (uint32_t k = 0; k < s->n_inputs + s->n_outputs; k++) {
+            if (ranges_overlap(out, s->inputs[k])) {
+                ep_message(s->error, "what an op run at open writes overlaps a model input or output; op", "", i);
+                return EP_ERR_BOUNDS;
+            }
+        }
+    }
     for (uint32_t i = 0; i < s->n_ops; i++) {
         const ep_node *n = &s->nodes[i];
         for (uint32_t o = 0; o < n->n_out; o++) {
@@ -331,7 +351,9 @@ ep_status ep_open(const void *plan, size_t plan_len, void *memory, size_t memory
             return EP_ERR_BOUNDS;
         }
     }
+    s->open_ops = h.open_ops;
     if ((status = check_lifetimes(s)) != EP_OK) return status;
+    if ((status = ep_run_open_ops(s)) != EP_OK) return status;
     s->error[0] = 0;
     *session = s;
     return EP_OK;

@@ -1,8 +1,11 @@
 """The lower stage: each partition's artefact is made once per build and reused by the target and by verify; the
-partitioner's CoreML check is that conversion; errors of the plan compiler carry node lists."""
+partitioner's CoreML check is that conversion; errors of the plan compiler carry node lists; a plan expands its
+quantized weights at open unless that takes it over the profile's memory budget."""
 
 from __future__ import annotations
 
+import struct
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +16,12 @@ import edgepack
 from edgepack import samples
 from edgepack.compiler import lower as compiler_lower
 from edgepack.compiler.lower import MissingKernels, lower_to_plan
-from edgepack.packager.lower import Lowerer, plan_of
+from edgepack.packager.lower import MEGABYTE, Lowerer, plan_of, session_bytes
 from edgepack.packager.partition import Partition, partition
+from edgepack.packager.quantize import quantize
 from edgepack.profile import load_profile
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.model_file import load_model
 from edgepack.runtime.providers import PROVIDERS
 from tests.targets.embedded.test_build_errors import unsupported_ops_model
 
@@ -117,3 +122,28 @@ def test_a_plan_webgpu_may_run_keeps_its_weights_unpacked(provider: str, kind: s
     finally:
         lowerer.close()
     assert [op.kind for op in lowered.plan.ops] == [kind]
+
+
+def quantized_tiny_cnn() -> onnx.ModelProto:
+    """tiny-cnn with int8 weights, its batch dim pinned to 1."""
+    model = quantize(load_model(samples.path("tiny-cnn")).model, "int8").model
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    return model
+
+
+def test_quantized_weights_expand_at_open_within_the_memory_budget() -> None:
+    plan, note = plan_of(quantized_tiny_cnn(), "the C library", peak_memory_mb=256)
+    assert plan.open_ops and not note
+    half = session_bytes(plan) / MEGABYTE / 2
+    kept, note = plan_of(quantized_tiny_cnn(), "the C library", peak_memory_mb=half)
+    assert kept.open_ops == 0 and session_bytes(kept) < session_bytes(plan)
+    assert note.startswith("the C library: its quantized weights, expanded to float32") and f"{half:g}" in note
+    assert plan_of(quantized_tiny_cnn(), "the web bundle", packed_weights=False)[0].open_ops == 0
+
+
+def test_a_plan_over_the_memory_budget_is_a_build_warning(tmp_path: Path) -> None:
+    profile = replace(load_profile("raspberry-pi"), peak_memory_mb=0.01)
+    result = edgepack.build(samples.path("tiny-cnn"), profile=profile, output_dir=tmp_path, verify=False)
+    assert any("peak_memory_mb of 0.01; each run dequantizes them instead" in w for w in result.report.warnings)
+    plan = (result.bundle_dir / result.manifest["partitions"][0]["artifact"]).read_bytes()
+    assert struct.unpack_from("<I", plan, 21 * 4)[0] == 0

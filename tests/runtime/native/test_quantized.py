@@ -1,7 +1,7 @@
 """int8 (per output channel), int4 (blocks of 32, float16 scales) and fp16 weights, as edgepack's quantizer writes
-them, stay quantized in the plan and run on the C core: every sample matches `reference` running the same quantized
-model, the plan's weights shrink to about 0.27x / 0.16x / 0.5x of fp32, and the loader refuses broken quantized
-records."""
+them, stay quantized in the plan and run on the C core, expanded when a session opens (the default) or dequantized
+at each call: every sample matches `reference` running the same quantized model, the plan's weights shrink to about
+0.27x / 0.16x / 0.5x of fp32, and the loader refuses broken quantized records."""
 
 from __future__ import annotations
 
@@ -54,6 +54,11 @@ def shapes(name: str) -> dict[str, tuple[int, ...]]:
     return {k: v.shape for k, v in feeds(name).items()}
 
 
+def per_call_plan(name: str, weights: str) -> Plan:
+    """The plan whose ops dequantize their weights at each call (no ExpandWeight at open)."""
+    return lower_to_plan(quantized(name, weights), shapes(name), expand_weights=False)
+
+
 def weight_bytes(plan: Plan) -> int:
     return sum(t.nbytes for t in plan.tensors if t.location == WEIGHT)
 
@@ -69,6 +74,17 @@ def matches(provider: str, name: str, weights: str) -> None:
 @pytest.mark.parametrize("name", samples.names())
 def test_quantized_sample_matches_reference_on_cpu(name: str, weights: str) -> None:
     matches("cpu", name, weights)
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4", "fp16"])
+@pytest.mark.parametrize("name", ["tiny-cnn", "tiny-transformer", "ppocr-cls", "silero-vad-16k-sequence"])
+def test_weights_dequantized_per_call_match_reference_on_cpu(name: str, weights: str) -> None:
+    plan = per_call_plan(name, weights)
+    assert plan.open_ops == 0 and any(len(op.inputs) > 3 and op.kind in ("Conv", "PackedMatMul", "MatMul", "LSTM")
+                                      and plan.tensors[op.inputs[1]].dtype == WEIGHT_DTYPE[weights] for op in plan.ops)
+    outputs = NativeSession(epk.write(plan)).run(feeds(name))
+    for key, value in expected(name, weights).items():
+        assert relative_error(value, outputs[key]) <= TOLERANCE, key
 
 
 @pytest.mark.parametrize("name", [name for name in samples.names() if name != "ppocr-det"])
@@ -140,7 +156,7 @@ HOSTILE: dict[str, tuple[Callable[[Plan], None], int]] = {
 @pytest.mark.parametrize("case", HOSTILE)
 def test_broken_quantized_record_is_refused(case: str) -> None:
     mutate, status = HOSTILE[case]
-    plan = lower_to_plan(quantized("tiny-cnn", "int4"), shapes("tiny-cnn"))
+    plan = per_call_plan("tiny-cnn", "int4")
     NativeSession(epk.write(plan))
     mutate(plan)
     with pytest.raises(NativeError) as caught:
@@ -149,7 +165,7 @@ def test_broken_quantized_record_is_refused(case: str) -> None:
 
 
 def test_per_channel_int8_scales_must_match_the_channels() -> None:
-    plan = lower_to_plan(quantized("tiny-cnn", "int8"), shapes("tiny-cnn"))
+    plan = per_call_plan("tiny-cnn", "int8")
     op = next(op for op in plan.ops if op.kind == "Conv" and len(op.inputs) == 4)
     scale = plan.tensors[op.inputs[3]]
     scale.shape, scale.data = (scale.shape[0] - 1,), scale.data[:-1]
@@ -159,7 +175,7 @@ def test_per_channel_int8_scales_must_match_the_channels() -> None:
 
 
 def test_float16_weight_takes_no_quantization_words() -> None:
-    plan = lower_to_plan(quantized("tiny-cnn", "fp16"), shapes("tiny-cnn"))
+    plan = per_call_plan("tiny-cnn", "fp16")
     op = next(op for op in plan.ops if op.kind == "Conv" and len(op.inputs) == 4)
     assert plan.tensors[op.inputs[1]].dtype == "float16" and op.inputs[3] is None and op.params[-2:] == [0, 0]
     NativeSession(epk.write(plan))
@@ -170,7 +186,7 @@ def test_float16_weight_takes_no_quantization_words() -> None:
 
 
 def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path) -> None:
-    plan = lower_to_plan(quantized("tiny-cnn", "int4"), shapes("tiny-cnn"))
+    plan = per_call_plan("tiny-cnn", "int4")
     (tmp_path / "plan.epk").write_bytes(epk.write(plan))
     (value,) = feeds("tiny-cnn").values()
     np.save(tmp_path / "in0.npy", value)
@@ -181,9 +197,10 @@ def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path) -> None:
     assert relative_error(reference, np.load(tmp_path / "0.npy")) <= TOLERANCE
 
 
-def test_every_float16_weight_widens_exactly() -> None:
-    """All 65,536 float16 bit patterns as a MatMul weight times 1 (the vector widening and its scalar tail): each
-    comes out as numpy widens it, infinities and NaNs included."""
+@pytest.mark.parametrize("expand", [True, False], ids=["at open", "per call"])
+def test_every_float16_weight_widens_exactly(expand: bool) -> None:
+    """All 65,536 float16 bit patterns as a MatMul weight times 1 (the vector widening and its scalar tail), widened
+    when the session opens or at each call: each comes out as numpy widens it, infinities and NaNs included."""
     halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(1, -1)
     graph = onnx.helper.make_graph(
         [onnx.helper.make_node("Cast", ["w16"], ["w"], to=onnx.TensorProto.FLOAT),
@@ -192,8 +209,9 @@ def test_every_float16_weight_widens_exactly() -> None:
         [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, halves.size])],
         [onnx.numpy_helper.from_array(halves, "w16")])
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)])
-    plan = lower_to_plan(model, {"x": (1, 1)})
-    assert any(plan.tensors[i].dtype == "float16" for op in plan.ops if op.kind == "MatMul" for i in op.inputs if
+    plan = lower_to_plan(model, {"x": (1, 1)}, expand_weights=expand)
+    reader = "ExpandWeight" if expand else "MatMul"
+    assert any(plan.tensors[i].dtype == "float16" for op in plan.ops if op.kind == reader for i in op.inputs if
                i is not None)
     y = NativeSession(epk.write(plan)).run({"x": np.ones((1, 1), np.float32)})["y"]
     np.testing.assert_array_equal(y, halves.astype(np.float32))

@@ -4,6 +4,8 @@ with it), and the results of the cpu, wasm and neon (qemu) cores against onnxrun
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -195,13 +197,14 @@ QUANTIZED_FORMS = {
 
 @pytest.mark.parametrize("form", list(QUANTIZED_FORMS))
 @pytest.mark.parametrize("provider", ["cpu", "wasm", "neon"])
-def test_quantized_weight_packs_into_panels_and_matches_onnxruntime(provider: str, form: str) -> None:
+def test_quantized_weight_packs_into_panels_and_matches_onnxruntime(provider: str, form: str, tmp_path: Path) -> None:
     """A quantized constant weight keeps its integers (or halves) in PackedMatMul's panels, its scales per column in
-    the same panels, and each call dequantizes a panel at a time: the result is onnxruntime's on the source model."""
+    the same panels; each call dequantizes a panel at a time, or the session expands the panels when it opens: both
+    give onnxruntime's result on the source model."""
     if reason := PROVIDERS[provider].missing():
         pytest.skip(reason)
     model = dequantized_weight_model(form)
-    plan = lower_to_plan(model, {"x": [11, 48]})
+    plan = lower_to_plan(model, {"x": [11, 48]}, expand_weights=False)
     op, = plan.ops
     dtype, axis, block = QUANTIZED_FORMS[form]
     weight = plan.tensors[op.inputs[1]]
@@ -211,14 +214,17 @@ def test_quantized_weight_packs_into_panels_and_matches_onnxruntime(provider: st
         assert plan.tensors[op.inputs[3]].shape == (3, 48 // block, PREPACKED_COLUMNS)
     x = np.random.default_rng(5).standard_normal((11, 48)).astype(np.float32)
     expected = run_onnxruntime(model, {"x": x})["y"]
-    actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
-    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+    (tmp_path / "per-call.epk").write_bytes(epk.write(plan))
+    per_call = PROVIDERS[provider].load(tmp_path / "per-call.epk", {}).run({"x": x})["y"]
+    expanded = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
+    np.testing.assert_array_equal(expanded, per_call)
+    np.testing.assert_allclose(per_call, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 
 def test_scales_that_differ_along_k_keep_the_quantized_matmul() -> None:
     """Per-row scales would take as many floats as the weight in panels: that MatMul keeps its quantized slot."""
     model = dequantized_weight_model("int8 per row")
-    op, = lower_to_plan(model, {"x": [11, 48]}).ops
+    op, = lower_to_plan(model, {"x": [11, 48]}, expand_weights=False).ops
     assert op.kind == "MatMul" and len(op.inputs) == 3
     x = np.random.default_rng(6).standard_normal((11, 48)).astype(np.float32)
     expected = run_onnxruntime(model, {"x": x})["y"]
@@ -229,7 +235,7 @@ def test_scales_that_differ_along_k_keep_the_quantized_matmul() -> None:
 def test_loader_refuses_panel_scales_per_axis() -> None:
     """Scales per index of one axis of the [P, K, 32] panels (which the quantized slots of other ops take) would
     not dequantize a panel at a time: the loader refuses them before any run."""
-    plan = lower_to_plan(dequantized_weight_model("int8 per column"), {"x": [11, 48]})
+    plan = lower_to_plan(dequantized_weight_model("int8 per column"), {"x": [11, 48]}, expand_weights=False)
     op, = plan.ops
     NativeSession(epk.write(plan))
     scale = plan.tensors[op.inputs[3]]

@@ -146,7 +146,7 @@ def test_a_bias_added_after_a_packed_product_goes_into_it(provider: str, case: s
         pytest.skip(reason)
     model = linear(**BIASES[case])
     plan = lower_to_plan(model, {"x": (2, 9, 20)})
-    assert [op.kind for op in plan.ops] == ["PackedMatMul"]
+    assert [op.kind for op in plan.ops[plan.open_ops:]] == ["PackedMatMul"]
     x = np.random.default_rng(4).standard_normal((2, 9, 20)).astype(np.float32)
     actual = PROVIDERS[provider].compile(model, {}).run({"x": x})["y"]
     expected = run_onnxruntime(model, {"x": x})["y"]

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.compiler.lower import lower, lower_to_plan
 from edgepack.runtime import Session
+from edgepack.runtime.native import epk
 from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.native.op_contract import js_module
 from edgepack.targets.web.chromium import Chromium, missing
@@ -250,7 +251,8 @@ def _expected(name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -
 
 def _run_case(gpu_page: WebGpuPage, name: str, model: onnx.ModelProto) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     feeds = _feeds(model)
-    plan = lower(model, {input_name: v.shape for input_name, v in feeds.items()})
+    plan = epk.write(lower_to_plan(model, {input_name: v.shape for input_name, v in feeds.items()},
+                                   packed_weights=False))  # as a web bundle lowers its WebGPU partitions
     answer = gpu_page.run(plan, feeds)
     assert "refusal" not in answer, answer.get("refusal")
     return answer, _expected(name, model, feeds)

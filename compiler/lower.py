@@ -24,7 +24,7 @@ from .emitters.int8_matmul import without_unread_round_trips
 from .folding import fold_node, shape_value
 from .narrowed import lower_in_float32, takes_float32_copies
 from .patterns import rewrite_hard_swish
-from .quantized import SLOTS, Quantized, follow, from_dequantize, from_half_cast, scratch_bytes
+from .quantized import Quantized, follow, from_dequantize, from_half_cast
 from .values import (
     MAX_BLOCK_COLUMNS,
     MAX_SCRATCH_BYTES,
@@ -36,6 +36,7 @@ from .values import (
     Value,
     attributes,
 )
+from .weight_slots import WeightSlots
 
 LOWERED_IN_PLACE = ("If", "Shape", "Size")
 """Ops the lowering handles itself rather than through an emitter."""
@@ -81,11 +82,9 @@ class Lowering:
         self.packed_weights = packed_weights
         """Whether a product by a constant weight may take the weight packed at plan time (PackedMatMul, which
         WebGPU does not run)."""
-        self.expand_weights = expand_weights
-        """Whether quantized weights in weight slots become float32 once, when a session opens (ExpandWeight ops
-        in `open`), rather than at each call."""
-        self.open: list[Op] = []
-        self.expanded: dict[int, tuple[Quantized, Runtime]] = {}
+        self.slots = WeightSlots(expand_weights)
+        """Quantized weights in weight slots: with `expand_weights` made float32 once, when a session opens (its
+        ExpandWeight ops), else dequantized at each call."""
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
         self.opset = self.opsets.get("", 1)
         self.tensors: list[Tensor] = []
@@ -135,42 +134,10 @@ class Lowering:
 
     def emit(self, kind: str, inputs: Sequence[Value | Quantized | None], outputs: Sequence[Runtime],
              params: Sequence[Any] = (), scratch: int = 0) -> None:
-        values, params, scratch = self.weight_slots(kind, list(inputs), list(params), scratch)
+        values, params, scratch = self.slots.place(self, kind, list(inputs), list(params), scratch)
         indices = [None if v is None else self.tensor(v) for v in values]
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
         self.scratch = max(self.scratch, scratch)
-
-    def weight_slots(self, kind: str, inputs: list[Any], params: list[Any], scratch: int
-                     ) -> tuple[list[Any], list[Any], int]:
-        """Quantized float32 weights in the op's weight slots stay quantized: expanded once at open where the plan
-        does that, else the op gets its own inputs, one scale input and (axis, block) per slot, and scratch to
-        dequantize into at each call. Any other quantized input becomes floats."""
-        own, slots = SLOTS.get(kind, (0, []))
-        keep = [k for k in slots
-                if k < len(inputs) and isinstance(inputs[k], Quantized) and inputs[k].dtype == "float32"]
-        if self.expand_weights:
-            inputs = [self.expanded_weight(v) if k in keep else v for k, v in enumerate(inputs)]
-            keep = []
-        inputs = [np.asarray(v) if isinstance(v, Quantized) and k not in keep else v for k, v in enumerate(inputs)]
-        if not keep:
-            return inputs, params, scratch
-        inputs += [None] * (own - len(inputs))
-        for k in slots:
-            value = inputs[k] if k in keep else None
-            inputs.append(value.scale if value else None)  # None for float16 weights, which have no scale
-            params += [value.axis, value.block] if value else [0, 0]
-            scratch += scratch_bytes(value, kind) if value else 0
-        return inputs, params, scratch
-
-    def expanded_weight(self, weight: Quantized) -> Runtime:
-        """The float32 arena tensor an open ExpandWeight op makes of `weight` (once per weight)."""
-        key = id(weight)
-        if key not in self.expanded or self.expanded[key][0] is not weight:
-            source = [self.tensor(weight), *([] if weight.scale is None else [self.tensor(weight.scale)])]
-            out = self.arena(f"{self.tensors[source[0]].name}/expanded", "float32", weight.shape)
-            self.open.append(Op("ExpandWeight", source, [out.index], [weight.axis, weight.block]))
-            self.expanded[key] = (weight, out)
-        return self.expanded[key][1]
 
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
         """A reshape of `source` that shares its buffer."""
@@ -415,8 +382,7 @@ class Lowering:
         del self.tensors[tensors:], self.ops[ops:], self.missing[missing:]
         self.aliases = {t: s for t, s in self.aliases.items() if t < tensors}
         self.weights = {k: v for k, v in self.weights.items() if v[0] < tensors}
-        self.open = [op for op in self.open if op.outputs[0] < tensors]
-        self.expanded = {k: v for k, v in self.expanded.items() if v[1].index < tensors}
+        self.slots.rewind(tensors)
 
 
 def _dtype(value: Value | Quantized) -> np.dtype:
@@ -501,9 +467,10 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
             value = copy
         lowering.tensors[value.index].name = out.name
         outputs.append(value.index)
-    ops = [*lowering.open, *without_unread_round_trips(lowering.ops, outputs)]
-    arena = plan_arena(lowering.tensors, ops, inputs, outputs, lowering.aliases, len(lowering.open))
-    return Plan(lowering.tensors, ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64, len(lowering.open))
+    opened = lowering.slots.open
+    ops = [*opened, *without_unread_round_trips(lowering.ops, outputs)]
+    arena = plan_arena(lowering.tensors, ops, inputs, outputs, lowering.aliases, len(opened))
+    return Plan(lowering.tensors, ops, inputs, outputs, arena, (lowering.scratch + 63) // 64 * 64, len(opened))
 
 
 def lower(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | None = None,

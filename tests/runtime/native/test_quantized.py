@@ -185,8 +185,10 @@ def test_float16_weight_takes_no_quantization_words() -> None:
     assert caught.value.status == OP and "scales for a float weight" in str(caught.value)
 
 
-def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path) -> None:
-    plan = per_call_plan("tiny-cnn", "int4")
+@pytest.mark.parametrize("expand", [True, False], ids=["at open", "per call"])
+def test_quantized_plan_runs_clean_under_the_sanitizers(tmp_path: Path, expand: bool) -> None:
+    plan = lower_to_plan(quantized("tiny-cnn", "int4"), shapes("tiny-cnn"), expand_weights=expand)
+    assert bool(plan.open_ops) == expand
     (tmp_path / "plan.epk").write_bytes(epk.write(plan))
     (value,) = feeds("tiny-cnn").values()
     np.save(tmp_path / "in0.npy", value)

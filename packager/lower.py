@@ -104,14 +104,15 @@ def plan_of(model: onnx.ModelProto, product: str, packed_weights: bool = True,
     unless that takes a session over `peak_memory_mb`. When the core has no kernel for some nodes, the build fails
     listing them and their ops."""
     try:
-        plan = lower_to_plan(model, pinned_shapes(model, product), packed_weights=packed_weights)
-        if peak_memory_mb is None or not plan.open_ops or session_bytes(plan) <= peak_memory_mb * MEGABYTE:
+        shapes = pinned_shapes(model, product)
+        plan = lower_to_plan(model, shapes, packed_weights=packed_weights)
+        expanded_bytes = session_bytes(plan)
+        if peak_memory_mb is None or not plan.open_ops or expanded_bytes <= peak_memory_mb * MEGABYTE:
             return plan, ""
         note = (f"{product}: its quantized weights, expanded to float32 when a session opens, would take a session "
-                f"to {session_bytes(plan) / MEGABYTE:.0f} MB, over the profile's peak_memory_mb of "
-                f"{peak_memory_mb:g}; each run dequantizes them instead, which is slower")
-        return lower_to_plan(model, pinned_shapes(model, product), packed_weights=packed_weights,
-                             expand_weights=False), note
+                f"to {expanded_bytes / MEGABYTE:.0f} MB, over the profile's peak_memory_mb of {peak_memory_mb:g}; "
+                "each run dequantizes them instead, which is slower")
+        return lower_to_plan(model, shapes, packed_weights=packed_weights, expand_weights=False), note
     except MissingKernels as error:
         ops = sorted({label.split(" (")[0] for label in error.nodes})
         raise EdgepackError(f"{product} cannot be built: the C core has no kernel for {', '.join(ops)}, used by "

@@ -14,21 +14,18 @@ import pytest
 
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
-from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.binding import NativeSession
 from edgepack.runtime.native.epk import ARENA, Op, Plan
 from edgepack.runtime.providers import PROVIDERS
 
 from .sample_plans import TOLERANCE, feeds, relative_error
-from .test_quantized import quantized, shapes
-
-FORMAT, BOUNDS, TENSOR, OP = 2, 3, 4, 5
-WEIGHT_DTYPES = {"int8": "int8", "int4": "int4", "fp16": "float16"}
+from .test_hostile_plans import BOUNDS, FORMAT, OP, TENSOR
+from .test_quantized import WEIGHT_DTYPE, assert_refused_once_broken, per_call_plan, quantized, shapes
 
 
 def plans(name: str, weights: str) -> tuple[Plan, Plan]:
     """The quantized model's plan expanding its weights at open, and the one dequantizing them at each call."""
-    model = quantized(name, weights)
-    return lower_to_plan(model, shapes(name)), lower_to_plan(model, shapes(name), expand_weights=False)
+    return lower_to_plan(quantized(name, weights), shapes(name)), per_call_plan(name, weights)
 
 
 def onnxruntime_options() -> ort.SessionOptions:
@@ -51,9 +48,9 @@ def test_expanded_weights_are_the_open_ops_and_change_no_bit(name: str, weights:
     opened = expanded.ops[:expanded.open_ops]
     assert opened and all(op.kind == "ExpandWeight" for op in opened)
     assert all(op.kind != "ExpandWeight" for op in expanded.ops[expanded.open_ops:])
-    assert WEIGHT_DTYPES[weights] in {expanded.tensors[op.inputs[0]].dtype for op in opened}
+    assert WEIGHT_DTYPE[weights] in {expanded.tensors[op.inputs[0]].dtype for op in opened}
     assert not [op.kind for op in expanded.ops[expanded.open_ops:] for i in op.inputs
-                if i is not None and expanded.tensors[i].dtype in WEIGHT_DTYPES.values()], "a weight read quantized"
+                if i is not None and expanded.tensors[i].dtype in WEIGHT_DTYPE.values()], "a weight read quantized"
     model = quantized(name, weights)
     reference = ort.InferenceSession(model.SerializeToString(), onnxruntime_options(),
                                      providers=["CPUExecutionProvider"])
@@ -150,10 +147,4 @@ HOSTILE: dict[str, tuple[Callable[[Plan], None], int]] = {
 
 @pytest.mark.parametrize("case", HOSTILE)
 def test_broken_open_section_is_refused(case: str) -> None:
-    mutate, status = HOSTILE[case]
-    plan = plans("tiny-cnn", "int8")[0]
-    NativeSession(epk.write(plan))
-    mutate(plan)
-    with pytest.raises(NativeError) as caught:
-        NativeSession(epk.write(plan))
-    assert caught.value.status == status, str(caught.value)
+    assert_refused_once_broken(plans("tiny-cnn", "int8")[0], *HOSTILE[case])

@@ -27,8 +27,8 @@ from edgepack.runtime.native.op_contract import contract
 from edgepack.runtime.providers import PROVIDERS
 
 from .sample_plans import TOLERANCE, feeds, relative_error, slimmed
+from .test_hostile_plans import BOUNDS, OP, TENSOR
 
-TENSOR, OP, BOUNDS = 4, 5, 3
 RATIO = {"int8": 0.30, "int4": 0.17, "fp16": 0.56}
 WEIGHT_DTYPE = {"int8": "int8", "int4": "int4", "fp16": "float16"}
 """The most a quantized plan's weight bytes may be of the fp32 plan's (the quantizer's targets are 0.27 and 0.16 of
@@ -153,15 +153,18 @@ HOSTILE: dict[str, tuple[Callable[[Plan], None], int]] = {
 }
 
 
-@pytest.mark.parametrize("case", HOSTILE)
-def test_broken_quantized_record_is_refused(case: str) -> None:
-    mutate, status = HOSTILE[case]
-    plan = per_call_plan("tiny-cnn", "int4")
+def assert_refused_once_broken(plan: Plan, mutate: Callable[[Plan], None], status: int) -> None:
+    """`plan` opens; once `mutate` has broken it, the loader refuses it with `status`."""
     NativeSession(epk.write(plan))
     mutate(plan)
     with pytest.raises(NativeError) as caught:
         NativeSession(epk.write(plan))
     assert caught.value.status == status, str(caught.value)
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_broken_quantized_record_is_refused(case: str) -> None:
+    assert_refused_once_broken(per_call_plan("tiny-cnn", "int4"), *HOSTILE[case])
 
 
 def test_per_channel_int8_scales_must_match_the_channels() -> None:

@@ -1,5 +1,6 @@
-/* The matrix-product engine under Conv, ConvTranspose, MatMul and Gemm: B packed in panels of two vectors' width, a 6-row
-   register-blocked micro-kernel (vector extensions map it to AVX-512, AVX2/FMA, NEON or SIMD128; scalar otherwise). */
+/* The matrix-product engine under Conv, ConvTranspose, MatMul and Gemm: B packed in panels of two vectors' width, a
+   register-blocked micro-kernel of MR rows, with an instance per row count for the last rows of C (vector extensions
+   map it to AVX-512, AVX2/FMA, NEON or SIMD128; scalar otherwise). */
 #ifndef EP_GEMM_H
 #define EP_GEMM_H
 
@@ -7,10 +8,11 @@
 
 /* Lanes per vector, vectors per panel row (NR = NV * LANES columns) and rows per tile (MR): MR * NV accumulators
    must fit the vector registers with room for the B vectors and a splat of A. WebAssembly SIMD128 runs on the
-   engine's 16 (x64) or 32 (arm64) 128-bit registers, one of them held as scratch by V8. */
+   engine's 16 (x64) or 32 (arm64) 128-bit registers, one of them held as scratch by V8. AVX-512's 32 registers
+   take 8 rows: 6 left a third of a 32-row product (a transformer's 32 tokens) to a spare tile. */
 #if defined(__AVX512F__)
 #define EP_GEMM_LANES 16
-#define EP_GEMM_MR 6
+#define EP_GEMM_MR 8
 #elif defined(__wasm_simd128__)
 #ifndef EP_GEMM_LANES
 #define EP_GEMM_LANES 4
@@ -18,6 +20,8 @@
 #ifndef EP_GEMM_MR
 #define EP_GEMM_MR 4
 #endif
+/* The spare rows of a 4-row tile cost less than the 16 KB that an instance per row count adds to the page. */
+#define EP_GEMM_EXACT_ROWS 0
 #else
 #define EP_GEMM_LANES 8
 #define EP_GEMM_MR 6

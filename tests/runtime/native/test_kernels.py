@@ -180,6 +180,21 @@ def test_matmul_with_aligned_rows_of_b(rows: int) -> None:
           .astype(np.float32))
 
 
+@pytest.mark.parametrize("rows", range(5, 17))
+def test_products_with_every_count_of_last_rows(rows: int) -> None:
+    """5 to 16 rows of output leave every count of last rows for a micro-kernel of 4, 6 or 8 rows (wasm, AVX2 and
+    NEON, AVX-512): each count runs its own instance, through a B packed at plan time (MatMul by a constant), one
+    packed per call (a strided conv) and one read in place (a 1x1 conv), each with a column it does not fill."""
+    rng = np.random.default_rng(rows)
+    w = rng.standard_normal((48, 70)).astype(np.float32)
+    check(single_node("MatMul", [rows, 48], {"w": w}, ["w"]), rng.standard_normal((rows, 48)).astype(np.float32))
+    for kernel, stride in ((3, 2), (1, 1)):
+        weights = rng.standard_normal((rows, 12, kernel, kernel)).astype(np.float32)
+        bias = rng.standard_normal(rows).astype(np.float32)
+        model = single_node("Conv", [1, 12, 9, 75], {"w": weights, "b": bias}, ["w", "b"], strides=[stride, stride])
+        check(model, rng.standard_normal((1, 12, 9, 75)).astype(np.float32))
+
+
 @pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_gemm_with_few_rows(trans_a: int, trans_b: int) -> None:
     """Two rows of output with alpha, beta and a C that broadcasts over them; B stored either way round (the

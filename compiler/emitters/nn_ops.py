@@ -51,20 +51,31 @@ def _padded_extent(out: int, stride: int, kernel: int, dilation: int, begin: int
     return max((out - 1) * stride + (kernel - 1) * dilation + 1, begin + size)
 
 
+DEPTHWISE_BAND_FLOATS = 16 * 1024
+"""depthwise.c's DW_BAND_FLOATS: the scratch a band of a depthwise plane aims for."""
+
+
 def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
                       begin: Sequence[int], dilations: Sequence[int]) -> int:
-    """depthwise.c's scratch for a depthwise conv of fewer than 4 vectors of output columns, with 16-lane vectors (the
-    widest build): the zero-padded input plane and whole-vector output rows, or, for the planes it runs a block of
-    channels at a time, the padded planes, taps and outputs of 16 channels interleaved; 0 for wider planes."""
+    """depthwise.c's scratch for a depthwise conv, with 16-lane vectors (the widest build) and at least what a
+    narrower build takes: a band of the plane's zero-padded input rows (split into column phases) and, under a
+    vector of output columns, its output rows; for a narrow plane run a block of channels at a time, the padded
+    planes, taps and outputs of 16 channels interleaved."""
     lanes = PANEL_COLUMNS // 2
-    if out[1] >= 4 * lanes:
-        return 0
-    whole = -(-out[1] // lanes) * lanes
-    rows = _padded_extent(out[0], strides[0], kernel[0], dilations[0], begin[0], size[0])
-    cols = max(whole * strides[1] + (kernel[1] - 1) * dilations[1], begin[1] + size[1])
-    blocked_cols = _padded_extent(out[1], strides[1], kernel[1], dilations[1], begin[1], size[1])
-    return 4 * max(rows * cols + out[0] * whole,
-                   lanes * (rows * blocked_cols + kernel[0] * kernel[1] + out[0] * out[1]))
+    cols = max(out[1], lanes)
+    phase = max(cols + (kernel[1] - 1) * dilations[1] // strides[1], -(-(begin[1] + size[1]) // strides[1]))
+    row = strides[1] * -(-phase // lanes) * lanes
+    outputs = cols if out[1] < lanes else 0
+
+    def band(rows: int) -> int:
+        return ((rows - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1) * row + rows * outputs
+
+    floats = max(min(DEPTHWISE_BAND_FLOATS, band(out[0])), band(1))
+    if out[1] < 4 * lanes:
+        blocked_rows = _padded_extent(out[0], strides[0], kernel[0], dilations[0], begin[0], size[0])
+        blocked_cols = _padded_extent(out[1], strides[1], kernel[1], dilations[1], begin[1], size[1])
+        floats = max(floats, lanes * (blocked_rows * blocked_cols + kernel[0] * kernel[1] + out[0] * out[1]))
+    return 4 * floats
 
 
 PADDED_CONV_FLOATS = 4 << 20

@@ -1,94 +1,36 @@
-/* Depthwise convs, one channel's plane at a time: along each output row in vectors of lanes where every tap is
-   inside the input, the edges column by column; a plane narrower than four vectors of output columns is first
-   zero-padded into the scratch, so that all of it takes the vector path. Of those, stride-1 planes up to 1.5 vectors
-   of columns and planes under kernels of 5x5 or more run instead a block of channels at a time, one per lane. */
+/* Depthwise convs. Most run one channel's plane at a time, a band of output rows at a time: the band's input rows
+   zero-padded into the scratch (for a stride of 2 or more, each row split into its column phases, so that every tap
+   reads whole vectors of consecutive floats), then each output row in vectors of lanes along it, every tap inside.
+   Stride-1 planes up to 1.5 vectors of output columns, and planes of fewer than four vectors under kernels of 5x5 or
+   more, run instead a block of channels at a time, one per lane. */
 #include "conv.h"
 
-/* Output columns [lo, hi) of one output row, every tap inside the input's columns, kernel rows [ky0, ky1): bias
-   plus the taps, in vectors of lanes across the row where the compiler has vector extensions. */
 #if defined(__GNUC__) || defined(__clang__)
 typedef float dw_v __attribute__((vector_size(EP_GEMM_LANES * 4)));
-#define DW_L EP_GEMM_LANES
-/* Lanes of the input at p, p + sw, ...: one load for stride 1, two loads and the even lanes for stride 2. */
+/* The even and the odd lanes of two vectors, lo's first. */
 #if EP_GEMM_LANES == 4
-#define DW_EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
+#define DW_EVEN(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6)
+#define DW_ODD(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7)
 #elif EP_GEMM_LANES == 8
-#define DW_EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define DW_EVEN(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14)
+#define DW_ODD(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)
 #else
-#define DW_EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define DW_EVEN(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define DW_ODD(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
 #endif
-#define DW_LOAD1(v, p) __builtin_memcpy(&(v), (p), sizeof(dw_v))
-#define DW_LOAD2(v, p)                                                                                             \
-    do {                                                                                                           \
-        dw_v lo_, hi_;                                                                                             \
-        __builtin_memcpy(&lo_, (p), sizeof lo_);                                                                   \
-        __builtin_memcpy(&hi_, (p) + DW_L, sizeof hi_);                                                            \
-        (v) = DW_EVEN(lo_, hi_);                                                                                   \
-    } while (0)
-/* One step of N vectors of output columns from ox, for stride SW (1 or 2) and KW taps per kernel row (a constant
-   where it can be). */
-#define DW_STEP(LOAD, SW, KW, N)                                                                                   \
-    do {                                                                                                           \
-        dw_v acc_[N];                                                                                              \
-        for (int v_ = 0; v_ < (N); v_++) acc_[v_] = bias + -(dw_v){0};                                             \
-        for (int64_t ky = ky0; ky < ky1; ky++) {                                                                   \
-            const float *p = x + (oy * s->sh - s->pt + ky * s->dh) * s->w + ox * (SW) - s->pl;                     \
-            const float *wk = w + ky * (KW);                                                                       \
-            for (int64_t kx = 0; kx < (KW); kx++) {                                                                \
-                dw_v t = wk[kx] + -(dw_v){0};                                                                      \
-                const float *q = p + kx * s->dw;                                                                   \
-                for (int v_ = 0; v_ < (N); v_++) {                                                                 \
-                    dw_v in_;                                                                                      \
-                    LOAD(in_, q + v_ * DW_L * (SW));                                                               \
-                    acc_[v_] += t * in_;                                                                           \
-                }                                                                                                  \
-            }                                                                                                      \
-        }                                                                                                          \
-        for (int v_ = 0; v_ < (N); v_++) __builtin_memcpy(row + ox + v_ * DW_L, &acc_[v_], sizeof acc_[v_]);      \
-    } while (0)
-/* Steps of four vectors, then of one, then one last vector ending at hi (overlapping the columns before it). */
-#define DW_COLUMNS(LOAD, SW, KW)                                                                                   \
-    do {                                                                                                           \
-        for (; ox + 4 * DW_L <= hi && (ox + 4 * DW_L) * (SW) + last <= s->w; ox += 4 * DW_L)                      \
-            DW_STEP(LOAD, SW, KW, 4);                                                                              \
-        for (; ox + DW_L <= hi && (ox + DW_L) * (SW) + last <= s->w; ox += DW_L) DW_STEP(LOAD, SW, KW, 1);         \
-        if (ox < hi && hi - DW_L >= lo && hi * (SW) + last <= s->w) {                                              \
-            ox = hi - DW_L;                                                                                        \
-            DW_STEP(LOAD, SW, KW, 1);                                                                              \
-            ox = hi;                                                                                               \
-        }                                                                                                          \
-    } while (0)
 #endif
-
-/* Depthwise planes of fewer output columns than this are first copied, zero-padded, into the scratch: every
-   column then takes the vector path (14 columns of a 5x5 conv leave no 16-lane vector inside the input). */
-#define DW_PADDED_COLUMNS (4 * EP_GEMM_LANES)
+/* Planes narrower than this many output columns may run a block of channels at a time (is_blocked_depthwise). */
+#define DW_NARROW_COLUMNS (4 * EP_GEMM_LANES)
 #define DW_LANES EP_GEMM_LANES
 /* Output positions a step of the blocked kernel sums at once. */
 #define DW_BLOCK_OUTPUTS 4
-
-static int is_padded_depthwise(const conv_shape *s) { return is_depthwise(s) && s->ow < DW_PADDED_COLUMNS; }
 
 /* Narrow planes that run with channels in the lanes: stride 1 up to 1.5 vectors of output columns, or 5x5 kernels
    and larger (where the taps outweigh interleaving the planes and back). With 16 lanes, against the padded plane:
    0.3x to 0.6x the time up to 20 columns, 0.4x to 0.85x for 5x5 up to 40 columns; 3x3 took 1.2x at 28 columns, and
    at 14 columns with stride 2 (four input elements interleaved per output). */
 static int is_blocked_depthwise(const conv_shape *s) {
-    return is_padded_depthwise(s) && ((s->sh == 1 && s->sw == 1 && 2 * s->ow <= 3 * DW_LANES) || s->kh * s->kw >= 25);
-}
-
-/* The padded plane (hp x wp, the input at row pt and column pl) and its output rows (owv columns: whole vectors). */
-static void padded_geometry(const conv_shape *s, int64_t *hp, int64_t *wp, int64_t *owv) {
-    *owv = (s->ow + EP_GEMM_LANES - 1) / EP_GEMM_LANES * EP_GEMM_LANES;
-    int64_t cols = *owv * s->sw + (s->kw - 1) * s->dw;
-    *hp = padded_extent(s->oh, s->sh, s->kh, s->dh, s->pt, s->h);
-    *wp = cols > s->pl + s->w ? cols : s->pl + s->w;
-}
-
-static size_t padded_floats(const conv_shape *s) {
-    int64_t hp, wp, owv;
-    padded_geometry(s, &hp, &wp, &owv);
-    return (size_t)(hp * wp + s->oh * owv);
+    return is_depthwise(s) && s->ow < DW_NARROW_COLUMNS && ((s->sh == 1 && s->sw == 1 && 2 * s->ow <= 3 * DW_LANES) || s->kh * s->kw >= 25);
 }
 
 /* The zero-padded input plane of the blocked layout (rows x cols, the input at row pt and column pl). */
@@ -157,89 +99,296 @@ static void depthwise_lanes(const conv_shape *s, const float *x, const float *w,
 }
 #endif
 
-static void depthwise_inner(const conv_shape *s, const float *x, const float *w, float bias, float *row, int64_t oy,
-                            int64_t ky0, int64_t ky1, int64_t lo, int64_t hi) {
-    int64_t ox = lo;
+/* Floats of scratch a band aims for: its zero-padded input rows, and for a plane narrower than a vector its output
+   rows (whole vectors). 64 KB stays in the L2 cache of every CPU we target; a band holds one output row at least. */
+#define DW_BAND_FLOATS (16 * 1024)
+
+/* A plane's band geometry: output columns computed per row (ow, or one whole vector for a plane narrower than
+   that); floats per column phase of a padded input row (pw, whole vectors; the row holds sw phases, phase f holding
+   padded columns f, f + sw, ...); floats per padded input row (sw * pw); output rows per band. */
+typedef struct dw_band {
+    int64_t cols, pw, row, rows;
+} dw_band;
+
+/* The padded input rows that `rows` output rows read. */
+static int64_t band_input_rows(const conv_shape *s, int64_t rows) {
+    return (rows - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+}
+
+static int64_t band_output_floats(const conv_shape *s, const dw_band *b) {
+    return s->ow < EP_GEMM_LANES ? b->rows * b->cols : 0;
+}
+
+static dw_band band_of(const conv_shape *s) {
+    dw_band b;
+    b.cols = s->ow < EP_GEMM_LANES ? EP_GEMM_LANES : s->ow;
+    int64_t reach = b.cols + (s->kw - 1) * s->dw / s->sw, held = (s->pl + s->w + s->sw - 1) / s->sw;
+    b.pw = ((reach > held ? reach : held) + EP_GEMM_LANES - 1) / EP_GEMM_LANES * EP_GEMM_LANES;
+    b.row = s->sw * b.pw;
+    /* the most rows n with band_input_rows(n) * row and the output rows within DW_BAND_FLOATS, from 1 to oh */
+    int64_t per_row = s->sh * b.row + (s->ow < EP_GEMM_LANES ? b.cols : 0);
+    int64_t fit = (DW_BAND_FLOATS - ((s->kh - 1) * s->dh + 1 - s->sh) * b.row) / per_row;
+    b.rows = fit < 1 ? 1 : fit > s->oh ? s->oh : fit;
+    return b;
+}
+
+static size_t band_floats(const conv_shape *s) {
+    dw_band b = band_of(s);
+    return (size_t)(band_input_rows(s, b.rows) * b.row + band_output_floats(s, &b));
+}
+
+/* Input row src zero-padded into `padded` (row floats: the input from column pl). */
+static void pad_row(const conv_shape *s, const dw_band *b, const float *src, float *padded) {
+    ep_memset(padded, 0, (size_t)s->pl * sizeof(float));
+    ep_memcpy(padded + s->pl, src, (size_t)s->w * sizeof(float));
+    ep_memset(padded + s->pl + s->w, 0, (size_t)(b->row - s->pl - s->w) * sizeof(float));
+}
+
+/* Element j of phase f of a padded input row (padded column j * sw + f). */
+static float phase_value(const conv_shape *s, const float *src, int64_t j, int64_t f) {
+    int64_t ix = j * s->sw + f - s->pl;
+    return ix >= 0 && ix < s->w ? src[ix] : 0.0f;
+}
+
+/* An input row's padded columns split into its sw column phases at dst. For stride 2: the vectors whose columns
+   are all inside the input split into their even and odd lanes (the last one overlapping the one before), the
+   columns before and after them one by one, the zeros past the input's end set together. */
+static void split_phases(const conv_shape *s, const dw_band *b, const float *src, float *dst) {
+    int64_t j = 0;
 #if defined(__GNUC__) || defined(__clang__)
-    /* the last input column a step reads, past its first column's offset: loads read whole vectors */
-    int64_t last = (s->kw - 1) * s->dw - s->pl;
-    if (s->sw == 1 && s->kw == 3) DW_COLUMNS(DW_LOAD1, 1, 3);
-    else if (s->sw == 1 && s->kw == 5) DW_COLUMNS(DW_LOAD1, 1, 5);
-    else if (s->sw == 1) DW_COLUMNS(DW_LOAD1, 1, s->kw);
-    else if (s->sw == 2 && s->kw == 3) DW_COLUMNS(DW_LOAD2, 2, 3);
-    else if (s->sw == 2 && s->kw == 5) DW_COLUMNS(DW_LOAD2, 2, 5);
-    else if (s->sw == 2) DW_COLUMNS(DW_LOAD2, 2, s->kw);
+    if (s->sw == 2) {
+        const int64_t lanes = EP_GEMM_LANES;
+        int64_t inside = (s->pl + 1) / 2, last = (s->w + s->pl) / 2 - lanes, zeros = (s->w + s->pl + 1) / 2;
+        for (; j < inside; j++) {
+            dst[j] = phase_value(s, src, j, 0);
+            dst[b->pw + j] = phase_value(s, src, j, 1);
+        }
+        for (int64_t v = inside; v <= last; v = v + lanes < last || v == last ? v + lanes : last) {
+            dw_v lo, hi;
+            __builtin_memcpy(&lo, src + 2 * v - s->pl, sizeof lo);
+            __builtin_memcpy(&hi, src + 2 * v - s->pl + lanes, sizeof hi);
+            dw_v even = DW_EVEN(lo, hi), odd = DW_ODD(lo, hi);
+            __builtin_memcpy(dst + v, &even, sizeof even);
+            __builtin_memcpy(dst + b->pw + v, &odd, sizeof odd);
+            j = v + lanes;
+        }
+        for (; j < zeros; j++) {
+            dst[j] = phase_value(s, src, j, 0);
+            dst[b->pw + j] = phase_value(s, src, j, 1);
+        }
+        ep_memset(dst + j, 0, (size_t)(b->pw - j) * sizeof(float));
+        ep_memset(dst + b->pw + j, 0, (size_t)(b->pw - j) * sizeof(float));
+        return;
+    }
 #endif
-    for (; ox < hi; ox++) {
-        float v = bias;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *p = x + (oy * s->sh - s->pt + ky * s->dh) * s->w + ox * s->sw - s->pl;
-            const float *wk = w + ky * s->kw;
-            for (int64_t kx = 0; kx < s->kw; kx++) v += wk[kx] * p[kx * s->dw];
+    for (int64_t f = 0; f < s->sw; f++)
+        for (j = 0; j < b->pw; j++) dst[f * b->pw + j] = phase_value(s, src, j, f);
+}
+
+/* The padded input rows of the band from output row oy0 (`rows` output rows): zero outside the input, each row split
+   into its column phases. */
+static void fill_band(const conv_shape *s, const dw_band *b, const float *x, int64_t oy0, int64_t rows, float *band) {
+    int64_t top = oy0 * s->sh - s->pt, count = band_input_rows(s, rows);
+    for (int64_t r = 0; r < count; r++) {
+        float *dst = band + r * b->row;
+        if (top + r < 0 || top + r >= s->h) ep_memset(dst, 0, (size_t)b->row * sizeof(float));
+        else if (s->sw == 1) pad_row(s, b, x + (top + r) * s->w, dst);
+        else split_phases(s, b, x + (top + r) * s->w, dst);
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+/* Kernel row wk's taps over n vectors of output columns, added to acc: the row's input at r (its column phases pw
+   floats apart). */
+static inline __attribute__((always_inline)) void add_kernel_row(dw_v *acc, const float *r, int64_t pw, int64_t kw,
+                                                                 int64_t sw, int64_t dw, const float *wk, int n) {
+    for (int64_t kx = 0; kx < kw; kx++) {
+        const float *q = r + kx * dw % sw * pw + kx * dw / sw;
+        dw_v tap = wk[kx] + -(dw_v){0};
+        for (int v = 0; v < n; v++) {
+            dw_v x;
+            __builtin_memcpy(&x, q + v * EP_GEMM_LANES, sizeof x);
+            acc[v] += tap * x;
         }
-        row[ox] = v;
     }
 }
 
-/* Output columns [lo, hi) with taps outside the input: each column over its taps inside. */
-static void depthwise_edge(const conv_shape *s, const float *x, const float *w, float bias, float *row, int64_t oy,
-                           int64_t ky0, int64_t ky1, int64_t lo, int64_t hi) {
-    for (int64_t ox = lo; ox < hi; ox++) {
-        int64_t offset = ox * s->sw - s->pl;
-        int64_t kx0 = first_valid(offset, s->dw);
-        int64_t kx1 = s->w - 1 - offset < 0 ? 0 : (s->w - 1 - offset) / s->dw + 1;
-        kx1 = kx1 < s->kw ? kx1 : s->kw;
-        float v = bias;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *in = x + (oy * s->sh - s->pt + ky * s->dh) * s->w + offset;
-            const float *wk = w + ky * s->kw;
-            for (int64_t kx = kx0; kx < kx1; kx++) v += wk[kx] * in[kx * s->dw];
+/* n vectors of output columns into out, from the band's rows at in (kernel rows `step` floats apart), with KH, KW,
+   SW and DW constants where the caller has them; with `split`, even and odd kernel rows summed apart, so that the
+   adds form two chains. */
+static inline __attribute__((always_inline)) void band_step(const float *in, int64_t pw, int64_t step, int64_t kh,
+                                                            int64_t kw, int64_t sw, int64_t dw, const float *w,
+                                                            float bias, float *out, int n, int split) {
+    dw_v even[4], odd[4];
+    for (int v = 0; v < n; v++) {
+        even[v] = bias + -(dw_v){0};
+        odd[v] = -(dw_v){0};
+    }
+    int64_t ky = 0;
+    if (split)
+        for (; ky + 1 < kh; ky += 2) {
+            add_kernel_row(even, in + ky * step, pw, kw, sw, dw, w + ky * kw, n);
+            add_kernel_row(odd, in + (ky + 1) * step, pw, kw, sw, dw, w + (ky + 1) * kw, n);
         }
-        row[ox] = v;
+    for (; ky < kh; ky++) add_kernel_row(even, in + ky * step, pw, kw, sw, dw, w + ky * kw, n);
+    for (int v = 0; v < n; v++) {
+        dw_v sum = even[v] + odd[v];
+        __builtin_memcpy(out + v * EP_GEMM_LANES, &sum, sizeof sum);
     }
 }
 
-static void depthwise(const conv_shape *s, const float *x, const float *w, float bias, float *y) {
-    /* columns where every tap of a kernel row is inside the input */
-    int64_t inner_lo = first_valid(-s->pl, s->sw);
-    int64_t last = (s->kw - 1) * s->dw - s->pl;
-    int64_t inner_hi = s->w - 1 - last < 0 ? 0 : (s->w - 1 - last) / s->sw + 1;
-    inner_hi = inner_hi < s->ow ? inner_hi : s->ow;
-    inner_lo = inner_lo < inner_hi ? inner_lo : inner_hi;
-    for (int64_t oy = 0; oy < s->oh; oy++) {
-        float *row = y + oy * s->ow;
-        /* kernel rows inside the input: [ky0, ky1) */
-        int64_t top = oy * s->sh - s->pt;
-        int64_t ky0 = first_valid(top, s->dh);
-        int64_t ky1 = s->h - 1 - top < 0 ? 0 : (s->h - 1 - top) / s->dh + 1;
-        ky1 = ky1 < s->kh ? ky1 : s->kh;
-        ky0 = ky0 < ky1 ? ky0 : ky1;
-        depthwise_edge(s, x, w, bias, row, oy, ky0, ky1, 0, inner_lo);
-        depthwise_inner(s, x, w, bias, row, oy, ky0, ky1, inner_lo, inner_hi);
-        depthwise_edge(s, x, w, bias, row, oy, ky0, ky1, inner_hi, s->ow);
-        ep_activate_row(s->act, row, row, s->ow, s->act_a, s->act_b);
-    }
+/* Keeps a loaded vector in a register: x86 compilers would otherwise fold the load into each multiply-add that
+   uses it, loading it again for every row. Only where a vector fits one register (AVX and up). */
+#if defined(__x86_64__) && defined(__AVX__)
+#define DW_IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define DW_IN_REGISTER(v) (void)0
+#endif
+
+/* Output rows a step of the unrolled kernels computes at once: each input vector loaded feeds every one of them
+   whose kernel reaches it. */
+#ifdef __wasm__
+#define DW_ROWS 1
+#else
+#define DW_ROWS 2
+#endif
+
+/* `rows` (at most DW_ROWS) output rows of n vectors each into out (ow floats apart), from the band's input rows at
+   in (`row` floats apart), each input vector loaded once for all the rows that read it; KH, KW, SH and SW constants,
+   no dilation. With `split`, a row's even and odd kernel rows are summed apart, so that the adds form two chains. */
+static inline __attribute__((always_inline)) void rows_step(const float *in, int64_t pw, int64_t row, int64_t kh,
+                                                            int64_t kw, int64_t sh, int64_t sw, const float *w,
+                                                            float bias, float *out, int64_t ow, int rows, int n,
+                                                            int split) {
+    dw_v acc[DW_ROWS][4][2];
+#pragma GCC unroll 4
+    for (int j = 0; j < rows; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < n; v++) {
+            acc[j][v][0] = bias + -(dw_v){0};
+            acc[j][v][1] = -(dw_v){0};
+        }
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < (rows - 1) * sh + kh; i++)
+#pragma GCC unroll 8
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const float *q = in + i * row + kx % sw * pw + kx / sw;
+            dw_v x[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < n; v++) {
+                __builtin_memcpy(&x[v], q + v * EP_GEMM_LANES, sizeof x[v]);
+                DW_IN_REGISTER(x[v]);
+            }
+#pragma GCC unroll 4
+            for (int j = 0; j < rows; j++) {
+                int64_t ky = i - j * sh;
+                if (ky < 0 || ky >= kh) continue;
+                dw_v tap = w[ky * kw + kx] + -(dw_v){0};
+#pragma GCC unroll 4
+                for (int v = 0; v < n; v++) acc[j][v][split ? ky & 1 : 0] += tap * x[v];
+            }
+        }
+#pragma GCC unroll 4
+    for (int j = 0; j < rows; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < n; v++) {
+            dw_v sum = acc[j][v][0] + acc[j][v][1];
+            __builtin_memcpy(out + j * ow + v * EP_GEMM_LANES, &sum, sizeof sum);
+        }
 }
 
-/* A narrow depthwise plane: zero-padded into the scratch, run there as a plane without padding whose output rows
-   are whole vectors, and its ow columns copied out. */
-static void depthwise_padded(const conv_shape *s, const float *x, const float *w, float bias, float *y,
-                             float *scratch) {
-    int64_t hp, wp, owv;
-    padded_geometry(s, &hp, &wp, &owv);
-    float *plane = scratch, *out = scratch + hp * wp;
-    ep_zero_padded(s, x, 1, hp, wp, plane, (size_t)(hp * wp));
-    conv_shape padded = *s;
-    padded.h = hp;
-    padded.w = wp;
-    padded.pt = padded.pl = 0;
-    padded.ow = owv;
-    depthwise(&padded, plane, w, bias, out);
-    for (int64_t oy = 0; oy < s->oh; oy++) ep_memcpy(y + oy * s->ow, out + oy * owv, (size_t)s->ow * sizeof(float));
+/* `rows` output rows of `cols` columns (at least a vector's): steps of four vectors, then two, then one, then one
+   last vector ending at the rows' end (overlapping the columns before it); the shorter steps split their sums. */
+static inline __attribute__((always_inline)) void unrolled_rows(const float *in, int64_t pw, int64_t row, int64_t kh,
+                                                                int64_t kw, int64_t sh, int64_t sw, const float *w,
+                                                                float bias, float *out, int64_t ow, int64_t cols,
+                                                                int rows) {
+    const int64_t lanes = EP_GEMM_LANES;
+    int64_t ox = 0;
+    for (; ox + 4 * lanes <= cols; ox += 4 * lanes)
+        rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 4, 0);
+    if (ox + 2 * lanes <= cols) {
+        rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 2, 1);
+        ox += 2 * lanes;
+    }
+    if (ox + lanes <= cols) {
+        rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 1, 1);
+        ox += lanes;
+    }
+    if (ox < cols) rows_step(in + cols - lanes, pw, row, kh, kw, sh, sw, w, bias, out + cols - lanes, ow, rows, 1, 1);
+}
+
+/* As unrolled_rows, DW_ROWS rows or one, for kernels of KH x KW with strides SH and SW. */
+#define UNROLLED(KH, KW, SH, SW)                                                                                   \
+    do {                                                                                                           \
+        if (rows == DW_ROWS) unrolled_rows(in, b->pw, b->row, KH, KW, SH, SW, w, bias, out, ow, b->cols, DW_ROWS); \
+        else unrolled_rows(in, b->pw, b->row, KH, KW, SH, SW, w, bias, out, ow, b->cols, 1);                       \
+    } while (0)
+
+/* One output row of `cols` columns (at least a vector's) for any kernel, its taps in loops. */
+static void any_row(const float *in, int64_t pw, int64_t step, int64_t kh, int64_t kw, int64_t sw, int64_t dw,
+                    const float *w, float bias, float *out, int64_t cols) {
+    const int64_t lanes = EP_GEMM_LANES;
+    int64_t ox = 0;
+    for (; ox + 4 * lanes <= cols; ox += 4 * lanes) band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 4, 0);
+    for (; ox + lanes <= cols; ox += lanes) band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 1, 1);
+    if (ox < cols) band_step(in + cols - lanes, pw, step, kh, kw, sw, dw, w, bias, out + cols - lanes, 1, 1);
+}
+#endif
+
+/* `rows` output rows (1 or DW_ROWS; ow floats apart in out, cols columns each) from the band's input rows at in:
+   square 3x3 and 5x5 kernels with strides of 1 or 2 and no dilation unrolled, the others one row at a time with
+   their taps in loops; scalar without vector extensions. */
+static void depthwise_rows(const conv_shape *s, const dw_band *b, const float *in, const float *w, float bias,
+                           float *out, int64_t ow, int rows) {
+#if defined(__GNUC__) || defined(__clang__)
+    int unrolled = s->kh == s->kw && s->sh == s->sw && s->dw == 1 && s->dh == 1;
+    if (unrolled && s->kw == 3 && s->sw == 1) UNROLLED(3, 3, 1, 1);
+    else if (unrolled && s->kw == 3 && s->sw == 2) UNROLLED(3, 3, 2, 2);
+    else if (unrolled && s->kw == 5 && s->sw == 1) UNROLLED(5, 5, 1, 1);
+    else if (unrolled && s->kw == 5 && s->sw == 2) UNROLLED(5, 5, 2, 2);
+    else
+        for (int r = 0; r < rows; r++)
+            any_row(in + r * s->sh * b->row, b->pw, s->dh * b->row, s->kh, s->kw, s->sw, s->dw, w, bias, out + r * ow,
+                    b->cols);
+#else
+    for (int r = 0; r < rows; r++)
+        for (int64_t ox = 0; ox < b->cols; ox++) {
+            float v = bias;
+            for (int64_t ky = 0; ky < s->kh; ky++)
+                for (int64_t kx = 0; kx < s->kw; kx++)
+                    v += w[ky * s->kw + kx] * in[(r * s->sh + ky * s->dh) * b->row + kx * s->dw % s->sw * b->pw +
+                                                 kx * s->dw / s->sw + ox];
+            out[r * ow + ox] = v;
+        }
+#endif
+}
+
+/* One channel's plane, band by band: each band's input rows padded into the scratch, its output rows computed into
+   y (through the scratch for a plane narrower than a vector) and activated. */
+static void depthwise_plane(const conv_shape *s, const dw_band *b, const float *x, const float *w, float bias,
+                            float *y, float *scratch) {
+    float *outputs = scratch + band_input_rows(s, b->rows) * b->row;
+    for (int64_t oy0 = 0; oy0 < s->oh; oy0 += b->rows) {
+        int64_t rows = s->oh - oy0 < b->rows ? s->oh - oy0 : b->rows;
+        fill_band(s, b, x, oy0, rows, scratch);
+        int narrow = s->ow < EP_GEMM_LANES;
+        for (int64_t r = 0, step; r < rows; r += step) {
+            step = rows - r < DW_ROWS ? 1 : DW_ROWS;
+            const float *in = scratch + r * s->sh * b->row;
+            if (narrow) depthwise_rows(s, b, in, w, bias, outputs + r * b->cols, b->cols, (int)step);
+            else depthwise_rows(s, b, in, w, bias, y + (oy0 + r) * s->ow, s->ow, (int)step);
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            float *row = y + (oy0 + r) * s->ow;
+            if (narrow) ep_memcpy(row, outputs + r * b->cols, (size_t)s->ow * sizeof(float));
+            ep_activate_row(s->act, row, row, s->ow, s->act_a, s->act_b);
+        }
+    }
 }
 
 size_t ep_depthwise_scratch_floats(const conv_shape *s) {
-    return is_blocked_depthwise(s) ? blocked_floats(s) : is_padded_depthwise(s) ? padded_floats(s) : 0;
+    return is_blocked_depthwise(s) ? blocked_floats(s) : band_floats(s);
 }
 
 void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y, float *scratch) {
@@ -249,10 +398,8 @@ void ep_depthwise(const conv_shape *s, const float *x, const float *w, const flo
         return;
     }
 #endif
-    for (int64_t c = 0; c < s->c; c++) {
-        const float *plane = x + c * s->h * s->w, *weights = w + c * s->kh * s->kw;
-        float channel_bias = bias ? bias[c] : 0.0f, *out = y + c * s->oh * s->ow;
-        if (is_padded_depthwise(s)) depthwise_padded(s, plane, weights, channel_bias, out, scratch);
-        else depthwise(s, plane, weights, channel_bias, out);
-    }
+    dw_band b = band_of(s);
+    for (int64_t c = 0; c < s->c; c++)
+        depthwise_plane(s, &b, x + c * s->h * s->w, w + c * s->kh * s->kw, bias ? bias[c] : 0.0f,
+                        y + c * s->oh * s->ow, scratch);
 }

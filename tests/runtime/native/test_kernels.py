@@ -4,12 +4,16 @@ against `reference` on single-node models, within 1e-4 of the output's scale."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgepack.compiler.lower import lower_to_plan
+from edgepack.compiler.lower import lower, lower_to_plan
+from edgepack.runtime.native.build import runner
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -40,11 +44,12 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
     (8, 8, 8, 3, 1, 1, 1, 37), (20, 20, 20, 5, 1, 2, 1, 9),
 ]
 """The first four, the four after the two narrow ones, and the last two are depthwise. Planes narrower than four
-vectors of output columns run on their zero-padded input in the scratch: with stride 1 up to 1.5 vectors of columns,
-and under 5x5 kernels (stride 2 too), a block of channels at a time with one channel per lane (20 channels: a whole
-and a partial block); the others (3x3 with stride 2, with no padding at all, and 3x3 planes of 40 columns) one
-plane at a time. Two are wider and run in place (stride 1 and 2). The narrow two (fewer output positions than a
-panel's columns, 32 or more output channels per group) have odd K, rows and positions that leave partial blocks."""
+vectors of output columns with stride 1 up to 1.5 vectors of columns, or under 5x5 kernels (stride 2 too), run a
+block of channels at a time with one channel per lane (20 channels: a whole and a partial block); the others (3x3
+with stride 2, with no padding at all, 3x3 planes of 40, 73 and 40 columns, 5x5 with stride 2 over 67 columns) one
+plane at a time on bands of zero-padded input rows, the largest in two bands. The narrow two (fewer output positions
+than a panel's columns, 32 or more output channels per group) have odd K, rows and positions that leave partial
+blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)
@@ -56,6 +61,48 @@ def test_conv_paths(case: tuple[int, ...]) -> None:
     model = single_node("Conv", [1, cin, size, size + 3], {"w": weights, "b": bias}, ["w", "b"], group=group,
                         strides=[stride, stride], pads=[pad] * 4, dilations=[dilation, dilation])
     check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
+
+
+DEPTHWISE_BANDS = [  # (channels, kernel h, kernel w, stride h, stride w, pad, dilation, height, width)
+    (3, 3, 3, 1, 1, 1, 1, 150, 150), (3, 3, 3, 2, 2, 1, 1, 161, 157), (5, 5, 5, 1, 1, 2, 1, 23, 90),
+    (3, 5, 5, 2, 1, 2, 1, 12, 80), (4, 3, 5, 1, 1, 1, 1, 11, 70), (4, 3, 3, 3, 3, 1, 1, 20, 50),
+    (4, 3, 3, 1, 1, 2, 2, 17, 66), (3, 7, 7, 2, 2, 3, 1, 30, 45), (4, 3, 3, 2, 2, 1, 1, 9, 19),
+]
+"""Depthwise planes on bands of zero-padded input rows: one and two bands of 3x3 stride 1 and 2, 5x5 over an odd
+count of rows (two rows a step and a last one alone), the unrolled kernels' strides against the others (2 by 1,
+3 by 3: its rows split into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10 output columns
+(under a vector: through the scratch)."""
+
+
+def depthwise_case(case: tuple[int, ...]) -> tuple[onnx.ModelProto, np.ndarray]:
+    channels, kh, kw, sh, sw, pad, dilation, height, width = case
+    rng = np.random.default_rng(sum(case))
+    weights = rng.standard_normal((channels, 1, kh, kw)).astype(np.float32)
+    bias = rng.standard_normal(channels).astype(np.float32)
+    model = single_node("Conv", [1, channels, height, width], {"w": weights, "b": bias}, ["w", "b"], group=channels,
+                        strides=[sh, sw], pads=[pad] * 4, dilations=[dilation, dilation])
+    return model, rng.standard_normal((1, channels, height, width)).astype(np.float32)
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_BANDS)
+def test_depthwise_bands(case: tuple[int, ...]) -> None:
+    check(*depthwise_case(case))
+
+
+def test_depthwise_bands_run_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:
+    """The same planes through the sanitized runner (8-lane vectors, no AVX): no read or write outside the
+    scratch, the input or the output, and the same results."""
+    for index, case in enumerate(DEPTHWISE_BANDS):
+        model, x = depthwise_case(case)
+        (tmp_path / f"{index}.epk").write_bytes(lower(model, {"x": x.shape}))
+        np.save(tmp_path / "x.npy", x)
+        out = tmp_path / str(index)
+        out.mkdir()
+        proc = subprocess.run([str(runner(sanitized=True)), str(tmp_path / f"{index}.epk"), str(out),
+                               str(tmp_path / "x.npy")], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0 and "runtime error" not in proc.stderr, (case, proc.stderr)
+        expected = PROVIDERS["reference"].compile(model, {}).run({"x": x})["y"]
+        assert relative_error(expected, np.load(out / "0.npy")) <= TOLERANCE, case
 
 
 @pytest.mark.parametrize("size", [120, 128, 730],

@@ -2,6 +2,7 @@
    Params: spatial rank, group, kernel h w, stride h w, pad top left, pad bottom right, dilation h w, activation,
    activation a, activation b; ConvTranspose adds output padding h w after them. 1-D runs as H = 1. */
 #include "conv.h"
+#include "vector_math.h"
 
 enum { P_RANK, P_GROUP, P_KH, P_KW, P_SH, P_SW, P_PT, P_PL, P_PB, P_PR, P_DH, P_DW, P_ACT };
 #define CONV_PARAMS 15
@@ -215,13 +216,31 @@ static void zero_padded_phases(const conv_shape *s, const float *x, int64_t hp, 
     for (int64_t c = 0; c < s->cg; c++)
         for (int64_t iy = 0; iy < s->h; iy++) {
             int64_t r = iy + s->pt;
-            const float *row = x + (c * s->h + iy) * s->w;
-            for (int64_t px = 0; px < 2; px++) {
-                float *out = phases + (((c * 2 + r % 2) * 2 + px) * hp + r / 2) * wp;
-                int64_t first = (px - s->pl % 2 + 2) % 2; /* the first input column of this phase */
-                for (int64_t ix = first; ix < s->w; ix += 2) out[(ix + s->pl) / 2] = row[ix];
-            }
+            float *column_phase[2];
+            for (int64_t px = 0; px < 2; px++) column_phase[px] = phases + (((c * 2 + r % 2) * 2 + px) * hp + r / 2) * wp;
+            /* input column ix is padded column ix + pl: phase (ix + pl) % 2, at (ix + pl) / 2 */
+            ep_deinterleave(x + (c * s->h + iy) * s->w, s->w, column_phase[s->pl % 2] + s->pl / 2,
+                            column_phase[(s->pl + 1) % 2] + (s->pl + 1) / 2);
         }
+}
+
+void ep_deinterleave(const float *src, int64_t n, float *even, float *odd) {
+    int64_t j = 0;
+#ifdef EP_VECTOR_MATH
+    for (; 2 * (j + EP_VF_LANES) <= n; j += EP_VF_LANES) {
+        ep_vf lo, hi;
+        __builtin_memcpy(&lo, src + 2 * j, sizeof lo);
+        __builtin_memcpy(&hi, src + 2 * j + EP_VF_LANES, sizeof hi);
+        ep_vf evens = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+        ep_vf odds = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
+        __builtin_memcpy(even + j, &evens, sizeof evens);
+        __builtin_memcpy(odd + j, &odds, sizeof odds);
+    }
+#endif
+    for (; 2 * j < n; j++) {
+        even[j] = src[2 * j];
+        if (2 * j + 1 < n) odd[j] = src[2 * j + 1];
+    }
 }
 
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,

@@ -32,6 +32,9 @@ static inline int64_t padded_extent(int64_t out, int64_t stride, int64_t kernel,
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
                     size_t padded_floats);
 
+/* The n floats at src split: those at even offsets into even[0, 1, ...], those at odd offsets into odd. */
+void ep_deinterleave(const float *src, int64_t n, float *even, float *odd);
+
 /* The scratch a depthwise conv takes, in floats (0 for planes run in place). */
 size_t ep_depthwise_scratch_floats(const conv_shape *s);
 /* One image's depthwise conv, x into y: each channel's bias (bias may be NULL) plus the taps of its kernel in w, then

@@ -7,17 +7,6 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 typedef float dw_v __attribute__((vector_size(EP_GEMM_LANES * 4)));
-/* The even and the odd lanes of two vectors, lo's first. */
-#if EP_GEMM_LANES == 4
-#define DW_EVEN(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6)
-#define DW_ODD(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7)
-#elif EP_GEMM_LANES == 8
-#define DW_EVEN(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14)
-#define DW_ODD(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)
-#else
-#define DW_EVEN(lo, hi) __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
-#define DW_ODD(lo, hi) __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
-#endif
 #endif
 /* Planes narrower than this many output columns may run a block of channels at a time (is_blocked_depthwise). */
 #define DW_NARROW_COLUMNS (4 * EP_GEMM_LANES)
@@ -144,45 +133,19 @@ static void pad_row(const conv_shape *s, const dw_band *b, const float *src, flo
     ep_memset(padded + s->pl + s->w, 0, (size_t)(b->row - s->pl - s->w) * sizeof(float));
 }
 
-/* Element j of phase f of a padded input row (padded column j * sw + f). */
-static float phase_value(const conv_shape *s, const float *src, int64_t j, int64_t f) {
-    int64_t ix = j * s->sw + f - s->pl;
-    return ix >= 0 && ix < s->w ? src[ix] : 0.0f;
-}
-
-/* An input row's padded columns split into its sw column phases at dst. For stride 2: the vectors whose columns
-   are all inside the input split into their even and odd lanes (the last one overlapping the one before), the
-   columns before and after them one by one, the zeros past the input's end set together. */
+/* An input row's padded columns split into its sw column phases at dst (phase f holding padded columns f, f + sw,
+   ...); for stride 2, the zeroed row's even and odd input columns set in vectors. */
 static void split_phases(const conv_shape *s, const dw_band *b, const float *src, float *dst) {
-    int64_t j = 0;
-#if defined(__GNUC__) || defined(__clang__)
     if (s->sw == 2) {
-        const int64_t lanes = EP_GEMM_LANES;
-        int64_t inside = (s->pl + 1) / 2, last = (s->w + s->pl) / 2 - lanes, zeros = (s->w + s->pl + 1) / 2;
-        for (; j < inside; j++) {
-            dst[j] = phase_value(s, src, j, 0);
-            dst[b->pw + j] = phase_value(s, src, j, 1);
-        }
-        for (int64_t v = inside; v <= last; v = v + lanes < last || v == last ? v + lanes : last) {
-            dw_v lo, hi;
-            __builtin_memcpy(&lo, src + 2 * v - s->pl, sizeof lo);
-            __builtin_memcpy(&hi, src + 2 * v - s->pl + lanes, sizeof hi);
-            dw_v even = DW_EVEN(lo, hi), odd = DW_ODD(lo, hi);
-            __builtin_memcpy(dst + v, &even, sizeof even);
-            __builtin_memcpy(dst + b->pw + v, &odd, sizeof odd);
-            j = v + lanes;
-        }
-        for (; j < zeros; j++) {
-            dst[j] = phase_value(s, src, j, 0);
-            dst[b->pw + j] = phase_value(s, src, j, 1);
-        }
-        ep_memset(dst + j, 0, (size_t)(b->pw - j) * sizeof(float));
-        ep_memset(dst + b->pw + j, 0, (size_t)(b->pw - j) * sizeof(float));
+        ep_memset(dst, 0, (size_t)b->row * sizeof(float));
+        ep_deinterleave(src, s->w, dst + s->pl % 2 * b->pw + s->pl / 2, dst + (s->pl + 1) % 2 * b->pw + (s->pl + 1) / 2);
         return;
     }
-#endif
     for (int64_t f = 0; f < s->sw; f++)
-        for (j = 0; j < b->pw; j++) dst[f * b->pw + j] = phase_value(s, src, j, f);
+        for (int64_t j = 0; j < b->pw; j++) {
+            int64_t ix = j * s->sw + f - s->pl;
+            dst[f * b->pw + j] = ix >= 0 && ix < s->w ? src[ix] : 0.0f;
+        }
 }
 
 /* The padded input rows of the band from output row oy0 (`rows` output rows): zero outside the input, each row split

@@ -1,25 +1,23 @@
 /* Depthwise convs. Most run one channel's plane at a time, a band of output rows at a time: the band's input rows
    zero-padded into the scratch (for a stride of 2 or more, each row split into its column phases, so that every tap
    reads whole vectors of consecutive floats), then each output row in vectors of lanes along it, every tap inside.
-   Stride-1 planes up to 1.5 vectors of output columns, and planes of fewer than four vectors under kernels of 5x5 or
-   more, run instead a block of channels at a time, one per lane. */
+   Planes of fewer output columns than a vector, with stride 1 or under kernels of 5x5 or more, run instead a block
+   of channels at a time, one per lane. */
 #include "conv.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 typedef float dw_v __attribute__((vector_size(EP_GEMM_LANES * 4)));
 #endif
-/* Planes narrower than this many output columns may run a block of channels at a time (is_blocked_depthwise). */
-#define DW_NARROW_COLUMNS (4 * EP_GEMM_LANES)
 #define DW_LANES EP_GEMM_LANES
 /* Output positions a step of the blocked kernel sums at once. */
 #define DW_BLOCK_OUTPUTS 4
 
-/* Narrow planes that run with channels in the lanes: stride 1 up to 1.5 vectors of output columns, or 5x5 kernels
-   and larger (where the taps outweigh interleaving the planes and back). With 16 lanes, against the padded plane:
-   0.3x to 0.6x the time up to 20 columns, 0.4x to 0.85x for 5x5 up to 40 columns; 3x3 took 1.2x at 28 columns, and
-   at 14 columns with stride 2 (four input elements interleaved per output). */
+/* Planes of fewer output columns than a vector run with channels in the lanes, with stride 1 or under kernels of
+   5x5 or more (where the taps outweigh interleaving the planes and back); wider planes, and 3x3 with stride 2, on
+   bands. With 16 lanes (AMD EPYC Zen 4), against bands: 0.75x the time at 7 and 10 columns, 1.2x at 14; bands took
+   half the time at 40 columns. */
 static int is_blocked_depthwise(const conv_shape *s) {
-    return is_depthwise(s) && s->ow < DW_NARROW_COLUMNS && ((s->sh == 1 && s->sw == 1 && 2 * s->ow <= 3 * DW_LANES) || s->kh * s->kw >= 25);
+    return is_depthwise(s) && s->ow < DW_LANES && ((s->sh == 1 && s->sw == 1) || s->kh * s->kw >= 25);
 }
 
 /* The zero-padded input plane of the blocked layout (rows x cols, the input at row pt and column pl). */

@@ -41,15 +41,15 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
     (3, 16, 1, 3, 1, 1, 1, 40), (3, 16, 1, 3, 2, 0, 1, 37), (8, 12, 4, 3, 1, 1, 2, 23), (16, 96, 1, 3, 1, 0, 1, 5),
     (16, 80, 1, 1, 1, 0, 1, 3), (5, 7, 1, 1, 1, 0, 1, 33), (13, 70, 1, 3, 1, 1, 1, 2), (10, 64, 2, 3, 2, 1, 1, 3),
     (16, 16, 16, 5, 2, 2, 1, 14), (4, 4, 4, 3, 2, 0, 1, 9), (8, 8, 8, 3, 1, 1, 1, 70), (6, 6, 6, 5, 2, 2, 1, 131),
-    (8, 8, 8, 3, 1, 1, 1, 37), (20, 20, 20, 5, 1, 2, 1, 9),
+    (8, 8, 8, 3, 1, 1, 1, 37), (20, 20, 20, 5, 1, 2, 1, 9), (12, 12, 12, 3, 1, 1, 1, 4),
 ]
-"""The first four, the four after the two narrow ones, and the last two are depthwise. Planes narrower than four
-vectors of output columns with stride 1 up to 1.5 vectors of columns, or under 5x5 kernels (stride 2 too), run a
-block of channels at a time with one channel per lane (20 channels: a whole and a partial block); the others (3x3
-with stride 2, with no padding at all, 3x3 planes of 40, 73 and 40 columns, 5x5 with stride 2 over 67 columns) one
-plane at a time on bands of zero-padded input rows, the largest in two bands. The narrow two (fewer output positions
-than a panel's columns, 32 or more output channels per group) have odd K, rows and positions that leave partial
-blocks."""
+"""The first four, the four after the two narrow ones, and the last three are depthwise. Planes of fewer output
+columns than a vector with stride 1, or under 5x5 kernels (stride 2 too), run a block of channels at a time with one
+channel per lane (16 lanes: 7 columns of 5x5 with stride 2, 12 of 5x5 and 7 of 3x3 with stride 1; 20 and 12
+channels leave a partial block); the others (3x3 with stride 2, with no padding at all, 3x3 planes of 22, 40, 73
+and 40 columns, 5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the
+largest in two bands. The narrow two (fewer output positions than a panel's columns, 32 or more output channels per
+group) have odd K, rows and positions that leave partial blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)

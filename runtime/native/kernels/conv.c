@@ -217,7 +217,8 @@ static void zero_padded_phases(const conv_shape *s, const float *x, int64_t hp, 
         for (int64_t iy = 0; iy < s->h; iy++) {
             int64_t r = iy + s->pt;
             float *column_phase[2];
-            for (int64_t px = 0; px < 2; px++) column_phase[px] = phases + (((c * 2 + r % 2) * 2 + px) * hp + r / 2) * wp;
+            for (int64_t px = 0; px < 2; px++)
+                column_phase[px] = phases + (((c * 2 + r % 2) * 2 + px) * hp + r / 2) * wp;
             /* input column ix is padded column ix + pl: phase (ix + pl) % 2, at (ix + pl) / 2 */
             ep_deinterleave(x + (c * s->h + iy) * s->w, s->w, column_phase[s->pl % 2] + s->pl / 2,
                             column_phase[(s->pl + 1) % 2] + (s->pl + 1) / 2);

@@ -136,7 +136,8 @@ static void pad_row(const conv_shape *s, const dw_band *b, const float *src, flo
 static void split_phases(const conv_shape *s, const dw_band *b, const float *src, float *dst) {
     if (s->sw == 2) {
         ep_memset(dst, 0, (size_t)b->row * sizeof(float));
-        ep_deinterleave(src, s->w, dst + s->pl % 2 * b->pw + s->pl / 2, dst + (s->pl + 1) % 2 * b->pw + (s->pl + 1) / 2);
+        ep_deinterleave(src, s->w, dst + s->pl % 2 * b->pw + s->pl / 2,
+                        dst + (s->pl + 1) % 2 * b->pw + (s->pl + 1) / 2);
         return;
     }
     for (int64_t f = 0; f < s->sw; f++)
@@ -291,7 +292,8 @@ static void any_row(const float *in, int64_t pw, int64_t step, int64_t kh, int64
                     const float *w, float bias, float *out, int64_t cols) {
     const int64_t lanes = EP_GEMM_LANES;
     int64_t ox = 0;
-    for (; ox + 4 * lanes <= cols; ox += 4 * lanes) band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 4, 0);
+    for (; ox + 4 * lanes <= cols; ox += 4 * lanes)
+        band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 4, 0);
     for (; ox + lanes <= cols; ox += lanes) band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 1, 1);
     if (ox < cols) band_step(in + cols - lanes, pw, step, kh, kw, sw, dw, w, bias, out + cols - lanes, 1, 1);
 }

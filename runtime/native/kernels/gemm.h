@@ -9,7 +9,7 @@
 /* Lanes per vector, vectors per panel row (NR = NV * LANES columns) and rows per tile (MR): MR * NV accumulators
    must fit the vector registers with room for the B vectors and a splat of A. WebAssembly SIMD128 runs on the
    engine's 16 (x64) or 32 (arm64) 128-bit registers, one of them held as scratch by V8. AVX-512's 32 registers
-   take 8 rows: 6 left a third of a 32-row product (a transformer's 32 tokens) to a spare tile. */
+   take 8 rows (16 sums), so that each B vector loaded feeds 8 rows rather than 6. */
 #if defined(__AVX512F__)
 #define EP_GEMM_LANES 16
 #define EP_GEMM_MR 8

@@ -58,9 +58,9 @@ DEPTHWISE_BAND_FLOATS = 16 * 1024
 def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
                       begin: Sequence[int], dilations: Sequence[int]) -> int:
     """depthwise.c's scratch for a depthwise conv, with 16-lane vectors (the widest build) and at least what a
-    narrower build takes: a band of the plane's zero-padded input rows (split into column phases) and, under a
-    vector of output columns, its output rows; for a narrow plane run a block of channels at a time, the padded
-    planes, taps and outputs of 16 channels interleaved."""
+    narrower build takes: a band of the plane's zero-padded input rows (split into column phases), under a vector
+    of output columns its output rows, and its taps' offsets (int64); for a narrow plane run a block of channels at
+    a time, the padded planes, taps and outputs of 16 channels interleaved."""
     lanes = PANEL_COLUMNS // 2
     cols = max(out[1], lanes)
     phase = max(cols + (kernel[1] - 1) * dilations[1] // strides[1], -(-(begin[1] + size[1]) // strides[1]))
@@ -70,7 +70,7 @@ def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[
     def band(rows: int) -> int:
         return ((rows - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1) * row + rows * outputs
 
-    floats = max(min(DEPTHWISE_BAND_FLOATS, band(out[0])), band(1))
+    floats = max(min(DEPTHWISE_BAND_FLOATS, band(out[0])), band(1)) + 2 * kernel[0] * kernel[1]
     if out[1] < lanes:
         blocked_rows = _padded_extent(out[0], strides[0], kernel[0], dilations[0], begin[0], size[0])
         blocked_cols = _padded_extent(out[1], strides[1], kernel[1], dilations[1], begin[1], size[1])

@@ -119,9 +119,10 @@ static dw_band band_of(const conv_shape *s) {
     return b;
 }
 
+/* The band's input rows, its output rows and the tap offsets (int64, two floats each), in that order. */
 static size_t band_floats(const conv_shape *s) {
     dw_band b = band_of(s);
-    return (size_t)(band_input_rows(s, b.rows) * b.row + band_output_floats(s, &b));
+    return (size_t)(band_input_rows(s, b.rows) * b.row + band_output_floats(s, &b) + 2 * s->kh * s->kw);
 }
 
 /* Input row src zero-padded into `padded` (row floats: the input from column pl). */
@@ -160,39 +161,31 @@ static void fill_band(const conv_shape *s, const dw_band *b, const float *x, int
 }
 
 #if defined(__GNUC__) || defined(__clang__)
-/* Kernel row wk's taps over n vectors of output columns, added to acc: the row's input at r (its column phases pw
-   floats apart). */
-static inline __attribute__((always_inline)) void add_kernel_row(dw_v *acc, const float *r, int64_t pw, int64_t kw,
-                                                                 int64_t sw, int64_t dw, const float *wk, int n) {
-    for (int64_t kx = 0; kx < kw; kx++) {
-        const float *q = r + kx * dw % sw * pw + kx * dw / sw;
-        dw_v tap = wk[kx] + -(dw_v){0};
-        for (int v = 0; v < n; v++) {
-            dw_v x;
-            __builtin_memcpy(&x, q + v * EP_GEMM_LANES, sizeof x);
-            acc[v] += tap * x;
-        }
+/* One tap over n vectors of output columns, added to acc: its weight times the input vectors at q. */
+static inline __attribute__((always_inline)) void add_tap(dw_v *acc, const float *q, float weight, int n) {
+    dw_v tap = weight + -(dw_v){0};
+    for (int v = 0; v < n; v++) {
+        dw_v x;
+        __builtin_memcpy(&x, q + v * EP_GEMM_LANES, sizeof x);
+        acc[v] += tap * x;
     }
 }
 
-/* n vectors of output columns into out, from the band's rows at in (kernel rows `step` floats apart), with KH, KW,
-   SW and DW constants where the caller has them; with `split`, even and odd kernel rows summed apart, so that the
-   adds form two chains. */
-static inline __attribute__((always_inline)) void band_step(const float *in, int64_t pw, int64_t step, int64_t kh,
-                                                            int64_t kw, int64_t sw, int64_t dw, const float *w,
-                                                            float bias, float *out, int n, int split) {
+/* n vectors of output columns into out, from the band's rows at in: tap t at in + taps[t] (see tap_offsets), even
+   and odd taps summed apart, so that the adds form two chains. */
+static inline __attribute__((always_inline)) void taps_step(const float *in, const int64_t *taps, int64_t count,
+                                                            const float *w, float bias, float *out, int n) {
     dw_v even[4], odd[4];
     for (int v = 0; v < n; v++) {
         even[v] = bias + -(dw_v){0};
         odd[v] = -(dw_v){0};
     }
-    int64_t ky = 0;
-    if (split)
-        for (; ky + 1 < kh; ky += 2) {
-            add_kernel_row(even, in + ky * step, pw, kw, sw, dw, w + ky * kw, n);
-            add_kernel_row(odd, in + (ky + 1) * step, pw, kw, sw, dw, w + (ky + 1) * kw, n);
-        }
-    for (; ky < kh; ky++) add_kernel_row(even, in + ky * step, pw, kw, sw, dw, w + ky * kw, n);
+    int64_t t = 0;
+    for (; t + 1 < count; t += 2) {
+        add_tap(even, in + taps[t], w[t], n);
+        add_tap(odd, in + taps[t + 1], w[t + 1], n);
+    }
+    if (t < count) add_tap(even, in + taps[t], w[t], n);
     for (int v = 0; v < n; v++) {
         dw_v sum = even[v] + odd[v];
         __builtin_memcpy(out + v * EP_GEMM_LANES, &sum, sizeof sum);
@@ -208,7 +201,7 @@ static inline __attribute__((always_inline)) void band_step(const float *in, int
 #endif
 
 /* Output rows a step of the unrolled kernels computes at once: each input vector loaded feeds every one of them
-   whose kernel reaches it. */
+   whose kernel reaches it. Each of those kernels is one instance of that many rows (a few KB of code each). */
 #ifdef __wasm__
 #define DW_ROWS 1
 #else
@@ -259,8 +252,8 @@ static inline __attribute__((always_inline)) void rows_step(const float *in, int
         }
 }
 
-/* `rows` output rows of `cols` columns (at least a vector's): steps of four vectors, then two, then one, then one
-   last vector ending at the rows' end (overlapping the columns before it); the shorter steps split their sums. */
+/* `rows` output rows of `cols` columns (at least a vector's): steps of four vectors, then of one, the last ending
+   at the rows' end (overlapping the columns before it); the one-vector steps split their sums. */
 static inline __attribute__((always_inline)) void unrolled_rows(const float *in, int64_t pw, int64_t row, int64_t kh,
                                                                 int64_t kw, int64_t sh, int64_t sw, const float *w,
                                                                 float bias, float *out, int64_t ow, int64_t cols,
@@ -269,68 +262,61 @@ static inline __attribute__((always_inline)) void unrolled_rows(const float *in,
     int64_t ox = 0;
     for (; ox + 4 * lanes <= cols; ox += 4 * lanes)
         rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 4, 0);
-    if (ox + 2 * lanes <= cols) {
-        rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 2, 1);
-        ox += 2 * lanes;
+    for (; ox < cols; ox += lanes) {
+        int64_t at = ox + lanes <= cols ? ox : cols - lanes;
+        rows_step(in + at, pw, row, kh, kw, sh, sw, w, bias, out + at, ow, rows, 1, 1);
     }
-    if (ox + lanes <= cols) {
-        rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 1, 1);
-        ox += lanes;
-    }
-    if (ox < cols) rows_step(in + cols - lanes, pw, row, kh, kw, sh, sw, w, bias, out + cols - lanes, ow, rows, 1, 1);
 }
 
-/* As unrolled_rows, DW_ROWS rows or one, for kernels of KH x KW with strides SH and SW. */
-#define UNROLLED(KH, KW, SH, SW)                                                                                   \
-    do {                                                                                                           \
-        if (rows == DW_ROWS) unrolled_rows(in, b->pw, b->row, KH, KW, SH, SW, w, bias, out, ow, b->cols, DW_ROWS); \
-        else unrolled_rows(in, b->pw, b->row, KH, KW, SH, SW, w, bias, out, ow, b->cols, 1);                       \
-    } while (0)
 
-/* One output row of `cols` columns (at least a vector's) for any kernel, its taps in loops. */
-static void any_row(const float *in, int64_t pw, int64_t step, int64_t kh, int64_t kw, int64_t sw, int64_t dw,
-                    const float *w, float bias, float *out, int64_t cols) {
+/* One output row of `cols` columns (at least a vector's) for any kernel, its taps at the offsets `taps`. */
+static void any_row(const float *in, const int64_t *taps, int64_t count, const float *w, float bias, float *out,
+                    int64_t cols) {
     const int64_t lanes = EP_GEMM_LANES;
     int64_t ox = 0;
-    for (; ox + 4 * lanes <= cols; ox += 4 * lanes)
-        band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 4, 0);
-    for (; ox + lanes <= cols; ox += lanes) band_step(in + ox, pw, step, kh, kw, sw, dw, w, bias, out + ox, 1, 1);
-    if (ox < cols) band_step(in + cols - lanes, pw, step, kh, kw, sw, dw, w, bias, out + cols - lanes, 1, 1);
+    for (; ox + 4 * lanes <= cols; ox += 4 * lanes) taps_step(in + ox, taps, count, w, bias, out + ox, 4);
+    for (; ox < cols; ox += lanes) {
+        int64_t at = ox + lanes <= cols ? ox : cols - lanes;
+        taps_step(in + at, taps, count, w, bias, out + at, 1);
+    }
 }
 #endif
 
 /* `rows` output rows (1 or DW_ROWS; ow floats apart in out, cols columns each) from the band's input rows at in:
-   square 3x3 and 5x5 kernels with strides of 1 or 2 and no dilation unrolled, the others one row at a time with
-   their taps in loops; scalar without vector extensions. */
-static void depthwise_rows(const conv_shape *s, const dw_band *b, const float *in, const float *w, float bias,
-                           float *out, int64_t ow, int rows) {
+   DW_ROWS of them under a 3x3 or 5x5 kernel with stride 1 and no dilation unrolled, the others a row at a time
+   over the tap offsets `taps` (a band's odd last row, strided and other kernels); scalar without vector
+   extensions. */
+static void depthwise_rows(const conv_shape *s, const dw_band *b, const int64_t *taps, const float *in,
+                           const float *w, float bias, float *out, int64_t ow, int rows) {
+    int64_t count = s->kh * s->kw;
 #if defined(__GNUC__) || defined(__clang__)
-    int unrolled = s->kh == s->kw && s->sh == s->sw && s->dw == 1 && s->dh == 1;
-    if (unrolled && s->kw == 3 && s->sw == 1) UNROLLED(3, 3, 1, 1);
-    else if (unrolled && s->kw == 3 && s->sw == 2) UNROLLED(3, 3, 2, 2);
-    else if (unrolled && s->kw == 5 && s->sw == 1) UNROLLED(5, 5, 1, 1);
-    else if (unrolled && s->kw == 5 && s->sw == 2) UNROLLED(5, 5, 2, 2);
+    int unrolled = rows == DW_ROWS && s->kh == s->kw && s->sh == 1 && s->sw == 1 && s->dw == 1 && s->dh == 1;
+    if (unrolled && s->kw == 3) unrolled_rows(in, b->pw, b->row, 3, 3, 1, 1, w, bias, out, ow, b->cols, DW_ROWS);
+    else if (unrolled && s->kw == 5) unrolled_rows(in, b->pw, b->row, 5, 5, 1, 1, w, bias, out, ow, b->cols, DW_ROWS);
     else
-        for (int r = 0; r < rows; r++)
-            any_row(in + r * s->sh * b->row, b->pw, s->dh * b->row, s->kh, s->kw, s->sw, s->dw, w, bias, out + r * ow,
-                    b->cols);
+        for (int r = 0; r < rows; r++) any_row(in + r * s->sh * b->row, taps, count, w, bias, out + r * ow, b->cols);
 #else
     for (int r = 0; r < rows; r++)
         for (int64_t ox = 0; ox < b->cols; ox++) {
             float v = bias;
-            for (int64_t ky = 0; ky < s->kh; ky++)
-                for (int64_t kx = 0; kx < s->kw; kx++)
-                    v += w[ky * s->kw + kx] * in[(r * s->sh + ky * s->dh) * b->row + kx * s->dw % s->sw * b->pw +
-                                                 kx * s->dw / s->sw + ox];
+            for (int64_t t = 0; t < count; t++) v += w[t] * in[r * s->sh * b->row + taps[t] + ox];
             out[r * ow + ox] = v;
         }
 #endif
 }
 
+/* Each tap's offset in a band from the input of the output at its start: kernel row ky's input row, then kernel
+   column kx's phase and column within it. */
+static void tap_offsets(const conv_shape *s, const dw_band *b, int64_t *taps) {
+    for (int64_t ky = 0; ky < s->kh; ky++)
+        for (int64_t kx = 0; kx < s->kw; kx++)
+            taps[ky * s->kw + kx] = ky * s->dh * b->row + kx * s->dw % s->sw * b->pw + kx * s->dw / s->sw;
+}
+
 /* One channel's plane, band by band: each band's input rows padded into the scratch, its output rows computed into
    y (through the scratch for a plane narrower than a vector) and activated. */
-static void depthwise_plane(const conv_shape *s, const dw_band *b, const float *x, const float *w, float bias,
-                            float *y, float *scratch) {
+static void depthwise_plane(const conv_shape *s, const dw_band *b, const int64_t *taps, const float *x,
+                            const float *w, float bias, float *y, float *scratch) {
     float *outputs = scratch + band_input_rows(s, b->rows) * b->row;
     for (int64_t oy0 = 0; oy0 < s->oh; oy0 += b->rows) {
         int64_t rows = s->oh - oy0 < b->rows ? s->oh - oy0 : b->rows;
@@ -339,8 +325,8 @@ static void depthwise_plane(const conv_shape *s, const dw_band *b, const float *
         for (int64_t r = 0, step; r < rows; r += step) {
             step = rows - r < DW_ROWS ? 1 : DW_ROWS;
             const float *in = scratch + r * s->sh * b->row;
-            if (narrow) depthwise_rows(s, b, in, w, bias, outputs + r * b->cols, b->cols, (int)step);
-            else depthwise_rows(s, b, in, w, bias, y + (oy0 + r) * s->ow, s->ow, (int)step);
+            if (narrow) depthwise_rows(s, b, taps, in, w, bias, outputs + r * b->cols, b->cols, (int)step);
+            else depthwise_rows(s, b, taps, in, w, bias, y + (oy0 + r) * s->ow, s->ow, (int)step);
         }
         for (int64_t r = 0; r < rows; r++) {
             float *row = y + (oy0 + r) * s->ow;
@@ -362,7 +348,9 @@ void ep_depthwise(const conv_shape *s, const float *x, const float *w, const flo
     }
 #endif
     dw_band b = band_of(s);
+    int64_t *taps = (int64_t *)(void *)(scratch + band_floats(s) - 2 * s->kh * s->kw);
+    tap_offsets(s, &b, taps);
     for (int64_t c = 0; c < s->c; c++)
-        depthwise_plane(s, &b, x + c * s->h * s->w, w + c * s->kh * s->kw, bias ? bias[c] : 0.0f,
+        depthwise_plane(s, &b, taps, x + c * s->h * s->w, w + c * s->kh * s->kw, bias ? bias[c] : 0.0f,
                         y + c * s->oh * s->ow, scratch);
 }

@@ -194,39 +194,38 @@ static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t
    inlined into each caller with `direct` a constant. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
-                                                               int direct, int mr, int64_t i0, int64_t rows_left,
-                                                               int64_t cols, float *c, int64_t ldc,
-                                                               const ep_epilogue *e) {
+                                                               int direct, int64_t i0, int64_t rows_left, int64_t cols,
+                                                               float *c, int64_t ldc, const ep_epilogue *e) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
-    for (int r = 0; r < mr; r++)
+    for (int r = 0; r < EP_GEMM_MR; r++)
         for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = splat(0.0f);
     const float *row[EP_GEMM_MR];
-    for (int r = 0; r < mr; r++) row[r] = rows[r];
+    for (int r = 0; r < EP_GEMM_MR; r++) row[r] = rows[r];
     for (int64_t kk = 0; kk < k; kk++) {
         const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
         ep_v8 bv[EP_GEMM_NV];
         for (int h = 0; h < EP_GEMM_NV; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;
-        for (int r = 0; r < mr; r++) {
+        for (int r = 0; r < EP_GEMM_MR; r++) {
             ep_v8 a = splat(row[r][at]);
             for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] += a * bv[h];
         }
     }
     if (cols == EP_GEMM_NR && store_vector(acc, rows_left, i0, c, ldc, e)) return;
     float tile[EP_GEMM_MR][EP_GEMM_NR];
-    for (int r = 0; r < mr; r++) __builtin_memcpy(tile[r], acc[r], sizeof acc[r]);
+    for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(tile[r], acc[r], sizeof acc[r]);
     store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e);
 }
 #else
 static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
-                         const int32_t *offsets, int direct, int mr, int64_t i0, int64_t rows_left, int64_t cols,
-                         float *c, int64_t ldc, const ep_epilogue *e) {
+                         const int32_t *offsets, int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c,
+                         int64_t ldc, const ep_epilogue *e) {
     float acc[EP_GEMM_MR][EP_GEMM_NR];
-    for (int r = 0; r < mr; r++)
+    for (int r = 0; r < EP_GEMM_MR; r++)
         for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;
     for (int64_t kk = 0; kk < k; kk++) {
         const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
-        for (int r = 0; r < mr; r++) {
+        for (int r = 0; r < EP_GEMM_MR; r++) {
             float a = rows[r][kk * a_col];
             for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * bk[j];
         }
@@ -373,51 +372,6 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
     }
 }
 
-/* A tile of rows_left <= MR rows of C: the micro-kernel instance that computes exactly that many where the build
-   has them (EP_GEMM_EXACT_ROWS: not wasm, see gemm.h), else the MR-row one with its spare rows repeating the
-   first. Inlined into each caller with `direct` a constant, as micro_kernel is. */
-#ifndef EP_GEMM_EXACT_ROWS
-#define EP_GEMM_EXACT_ROWS 1
-#endif
-#if EP_GEMM_MR > 8
-#error "tile has cases for up to 8 rows"
-#endif
-static inline __attribute__((always_inline)) void tile(int64_t k, const float *const *rows, int64_t a_col,
-                                                       const float *b, int64_t b_row, const int32_t *offsets,
-                                                       int direct, int64_t i0, int64_t rows_left, int64_t cols,
-                                                       float *c, int64_t ldc, const ep_epilogue *e) {
-#if EP_GEMM_EXACT_ROWS
-    switch (rows_left) {
-    case 1:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 1, i0, rows_left, cols, c, ldc, e);
-        return;
-    case 2:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 2, i0, rows_left, cols, c, ldc, e);
-        return;
-    case 3:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 3, i0, rows_left, cols, c, ldc, e);
-        return;
-#if EP_GEMM_MR > 4
-    case 4:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 4, i0, rows_left, cols, c, ldc, e);
-        return;
-    case 5:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 5, i0, rows_left, cols, c, ldc, e);
-        return;
-#endif
-#if EP_GEMM_MR > 6
-    case 6:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 6, i0, rows_left, cols, c, ldc, e);
-        return;
-    case 7:
-        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, 7, i0, rows_left, cols, c, ldc, e);
-        return;
-#endif
-    }
-#endif
-    micro_kernel(k, rows, a_col, b, b_row, offsets, direct, EP_GEMM_MR, i0, rows_left, cols, c, ldc, e);
-}
-
 /* The product over B's columns [0, nb) in panels whose rows are `width` floats apart, panel p (of NR columns) at
    panels + p / width * width * k + p % width: packed per call (width NR) or at plan time (width
    EP_PREPACKED_COLUMNS, read as width / NR panels side by side). */
@@ -430,7 +384,7 @@ static void panels_product(int64_t m, int64_t k, int64_t nb, const float *a, int
             int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
             const float *rows[EP_GEMM_MR];
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-            tile(k, rows, a_col, panel, width, 0, 0, i, rows_left, cols, c + p, ldc, epilogue);
+            micro_kernel(k, rows, a_col, panel, width, 0, 0, i, rows_left, cols, c + p, ldc, epilogue);
         }
     }
 }
@@ -451,6 +405,6 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-        tile(k, rows, a_col, b, 0, offsets, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
+        micro_kernel(k, rows, a_col, b, 0, offsets, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
     }
 }

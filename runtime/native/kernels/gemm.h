@@ -1,6 +1,6 @@
 /* The matrix-product engine under Conv, ConvTranspose, MatMul and Gemm: B packed in panels of two vectors' width, a
-   register-blocked micro-kernel of MR rows, with an instance per row count for the last rows of C (vector extensions
-   map it to AVX-512, AVX2/FMA, NEON or SIMD128; scalar otherwise). */
+   register-blocked micro-kernel of MR rows (vector extensions map it to AVX-512, AVX2/FMA, NEON or SIMD128; scalar
+   otherwise). */
 #ifndef EP_GEMM_H
 #define EP_GEMM_H
 
@@ -20,8 +20,6 @@
 #ifndef EP_GEMM_MR
 #define EP_GEMM_MR 4
 #endif
-/* The spare rows of a 4-row tile cost less than the 16 KB that an instance per row count adds to the page. */
-#define EP_GEMM_EXACT_ROWS 0
 #else
 #define EP_GEMM_LANES 8
 #define EP_GEMM_MR 6

@@ -40,6 +40,14 @@ def test_the_ops_add_up_to_the_run_under_qemu(tmp_path: Path) -> None:
     assert abs(profile.ops_ms - profile.run_ms) <= SHARE * profile.run_ms
 
 
+def test_every_run_counts_past_a_thousand(tmp_path: Path) -> None:
+    """The runner once kept the times of 1,024 runs at most and ran no more, while the profile divided by the runs
+    asked for: past that, every op read as proportionally faster than it is."""
+    profile = profile_plan(plan_of("tiny-cnn", tmp_path), small_feeds("tiny-cnn"), runs=1100)
+    assert profile.ops and all(op.calls == 1100 for op in profile.ops)
+    assert abs(profile.ops_ms - profile.run_ms) <= SHARE * profile.run_ms
+
+
 def test_the_runner_s_lines_are_read_per_run() -> None:
     profile = parse("median_ms 3.0\nmean_ms 3.5\nop 0 0 4 8000000\nop 2 0 2 2000000\n", "host", False, runs=4)
     assert profile.run_ms == 3.5

@@ -151,8 +151,11 @@ static void write_inputs(ep_session *session, const npy_array *arrays) {
 }
 
 static int run_repeatedly(ep_session *session, const npy_array *arrays, int repeat) {
-    double times[1024];
-    if (repeat > 1024) repeat = 1024;
+    double *times = malloc((size_t)repeat * sizeof *times);
+    if (!times) {
+        fprintf(stderr, "ep_run: no memory for the times of %d runs\n", repeat);
+        return 4;
+    }
 #ifdef EP_PROFILE
     uint64_t run_ticks = 0, first_tick = ticks();
     double first_ms = now_ms();
@@ -170,6 +173,7 @@ static int run_repeatedly(ep_session *session, const npy_array *arrays, int repe
         times[r] = now_ms() - start;
         if (status != EP_OK) {
             fprintf(stderr, "ep_run: %s: %s\n", ep_status_name(status), ep_error(session));
+            free(times);
             return 4;
         }
     }
@@ -181,6 +185,7 @@ static int run_repeatedly(ep_session *session, const npy_array *arrays, int repe
         qsort(times, (size_t)repeat, sizeof(double), compare_doubles);
         printf("median_ms %.4f\n", times[repeat / 2]);
     }
+    free(times);
     return 0;
 }
 

@@ -53,6 +53,8 @@ def _padded_extent(out: int, stride: int, kernel: int, dilation: int, begin: int
 
 DEPTHWISE_BAND_FLOATS = 16 * 1024
 """depthwise.c's DW_BAND_FLOATS: the scratch a band of a depthwise plane aims for."""
+DEPTHWISE_NARROW_COLUMNS = 16
+"""depthwise.c's DW_NARROW_COLUMNS: planes narrower than this may run a block of channels at a time."""
 
 
 def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
@@ -71,7 +73,7 @@ def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[
         return ((rows - 1) * strides[0] + (kernel[0] - 1) * dilations[0] + 1) * row + rows * outputs
 
     floats = max(min(DEPTHWISE_BAND_FLOATS, band(out[0])), band(1)) + 2 * kernel[0] * kernel[1]
-    if out[1] < lanes:
+    if out[1] < DEPTHWISE_NARROW_COLUMNS:
         blocked_rows = _padded_extent(out[0], strides[0], kernel[0], dilations[0], begin[0], size[0])
         blocked_cols = _padded_extent(out[1], strides[1], kernel[1], dilations[1], begin[1], size[1])
         floats = max(floats, lanes * (blocked_rows * blocked_cols + kernel[0] * kernel[1] + out[0] * out[1]))

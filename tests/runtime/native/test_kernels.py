@@ -43,10 +43,10 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
     (16, 16, 16, 5, 2, 2, 1, 14), (4, 4, 4, 3, 2, 0, 1, 9), (8, 8, 8, 3, 1, 1, 1, 70), (6, 6, 6, 5, 2, 2, 1, 131),
     (8, 8, 8, 3, 1, 1, 1, 37), (20, 20, 20, 5, 1, 2, 1, 9), (12, 12, 12, 3, 1, 1, 1, 4),
 ]
-"""The first four, the four after the two narrow ones, and the last three are depthwise. Planes of fewer output
-columns than a vector with stride 1, or under 5x5 kernels (stride 2 too), run a block of channels at a time with one
-channel per lane (16 lanes: 7 columns of 5x5 with stride 2, 12 of 5x5 and 7 of 3x3 with stride 1; 20 and 12
-channels leave a partial block); the others (3x3 with stride 2, with no padding at all, 3x3 planes of 22, 40, 73
+"""The first four, the four after the two narrow ones, and the last three are depthwise. Planes of fewer than 16
+output columns with stride 1, or under 5x5 kernels (stride 2 too), run a block of channels at a time with one
+channel per lane (7 columns of 5x5 with stride 2, 12 of 5x5 and 7 of 3x3 with stride 1; 20 and 12 channels leave a
+partial block of 16 lanes); the others (3x3 with stride 2, with no padding at all, 3x3 planes of 22, 40, 73
 and 40 columns, 5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the
 largest in two bands. The narrow two (fewer output positions than a panel's columns, 32 or more output channels per
 group) have odd K, rows and positions that leave partial blocks."""
@@ -68,10 +68,10 @@ DEPTHWISE_BANDS = [  # (channels, kernel h, kernel w, stride h, stride w, pad, d
     (3, 5, 5, 2, 1, 2, 1, 12, 80), (4, 3, 5, 1, 1, 1, 1, 11, 70), (4, 3, 3, 3, 3, 1, 1, 20, 50),
     (4, 3, 3, 1, 1, 2, 2, 17, 66), (3, 7, 7, 2, 2, 3, 1, 30, 45), (4, 3, 3, 2, 2, 1, 1, 9, 19),
 ]
-"""Depthwise planes on bands of zero-padded input rows: one and two bands of 3x3 stride 1 and 2, 5x5 over an odd
-count of rows (two rows a step and a last one alone), the unrolled kernels' strides against the others (2 by 1,
-3 by 3: its rows split into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10 output columns
-(under a vector: through the scratch)."""
+"""Depthwise planes on bands of zero-padded input rows: one and two bands of 3x3 with stride 1 (unrolled, two rows
+a step) and stride 2 (over tap offsets), 5x5 over an odd count of rows (the last one over tap offsets), strides of 2
+by 1 and 3 by 3 (its rows split into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10
+output columns (under a vector: through the scratch)."""
 
 
 def depthwise_case(case: tuple[int, ...]) -> tuple[onnx.ModelProto, np.ndarray]:

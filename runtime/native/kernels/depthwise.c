@@ -211,12 +211,12 @@ static inline __attribute__((always_inline)) void taps_step(const float *in, con
 #endif
 
 /* `rows` (at most DW_ROWS) output rows of n vectors each into out (ow floats apart), from the band's input rows at
-   in (`row` floats apart), each input vector loaded once for all the rows that read it; KH, KW, SH and SW constants,
-   no dilation. With `split`, a row's even and odd kernel rows are summed apart, so that the adds form two chains. */
-static inline __attribute__((always_inline)) void rows_step(const float *in, int64_t pw, int64_t row, int64_t kh,
-                                                            int64_t kw, int64_t sh, int64_t sw, const float *w,
-                                                            float bias, float *out, int64_t ow, int rows, int n,
-                                                            int split) {
+   in (`row` floats apart), each input vector loaded once for all the rows that read it; KH and KW constants, stride
+   1, no dilation. With `split`, a row's even and odd kernel rows are summed apart, so that the adds form two
+   chains. */
+static inline __attribute__((always_inline)) void rows_step(const float *in, int64_t row, int64_t kh, int64_t kw,
+                                                            const float *w, float bias, float *out, int64_t ow,
+                                                            int rows, int n, int split) {
     dw_v acc[DW_ROWS][4][2];
 #pragma GCC unroll 4
     for (int j = 0; j < rows; j++)
@@ -226,10 +226,10 @@ static inline __attribute__((always_inline)) void rows_step(const float *in, int
             acc[j][v][1] = -(dw_v){0};
         }
 #pragma GCC unroll 8
-    for (int64_t i = 0; i < (rows - 1) * sh + kh; i++)
+    for (int64_t i = 0; i < rows - 1 + kh; i++)
 #pragma GCC unroll 8
         for (int64_t kx = 0; kx < kw; kx++) {
-            const float *q = in + i * row + kx % sw * pw + kx / sw;
+            const float *q = in + i * row + kx;
             dw_v x[4];
 #pragma GCC unroll 4
             for (int v = 0; v < n; v++) {
@@ -238,7 +238,7 @@ static inline __attribute__((always_inline)) void rows_step(const float *in, int
             }
 #pragma GCC unroll 4
             for (int j = 0; j < rows; j++) {
-                int64_t ky = i - j * sh;
+                int64_t ky = i - j;
                 if (ky < 0 || ky >= kh) continue;
                 dw_v tap = w[ky * kw + kx] + -(dw_v){0};
 #pragma GCC unroll 4
@@ -256,20 +256,18 @@ static inline __attribute__((always_inline)) void rows_step(const float *in, int
 
 /* `rows` output rows of `cols` columns (at least a vector's): steps of four vectors, then of one, the last ending
    at the rows' end (overlapping the columns before it); the one-vector steps split their sums. */
-static inline __attribute__((always_inline)) void unrolled_rows(const float *in, int64_t pw, int64_t row, int64_t kh,
-                                                                int64_t kw, int64_t sh, int64_t sw, const float *w,
-                                                                float bias, float *out, int64_t ow, int64_t cols,
-                                                                int rows) {
+static inline __attribute__((always_inline)) void unrolled_rows(const float *in, int64_t row, int64_t kh, int64_t kw,
+                                                                const float *w, float bias, float *out, int64_t ow,
+                                                                int64_t cols, int rows) {
     const int64_t lanes = EP_GEMM_LANES;
     int64_t ox = 0;
     for (; ox + 4 * lanes <= cols; ox += 4 * lanes)
-        rows_step(in + ox, pw, row, kh, kw, sh, sw, w, bias, out + ox, ow, rows, 4, 0);
+        rows_step(in + ox, row, kh, kw, w, bias, out + ox, ow, rows, 4, 0);
     for (; ox < cols; ox += lanes) {
         int64_t at = ox + lanes <= cols ? ox : cols - lanes;
-        rows_step(in + at, pw, row, kh, kw, sh, sw, w, bias, out + at, ow, rows, 1, 1);
+        rows_step(in + at, row, kh, kw, w, bias, out + at, ow, rows, 1, 1);
     }
 }
-
 
 /* One output row of `cols` columns (at least a vector's) for any kernel, its taps at the offsets `taps`. */
 static void any_row(const float *in, const int64_t *taps, int64_t count, const float *w, float bias, float *out,
@@ -293,8 +291,8 @@ static void depthwise_rows(const conv_shape *s, const dw_band *b, const int64_t 
     int64_t count = s->kh * s->kw;
 #if defined(__GNUC__) || defined(__clang__)
     int unrolled = rows == DW_ROWS && s->kh == s->kw && s->sh == 1 && s->sw == 1 && s->dw == 1 && s->dh == 1;
-    if (unrolled && s->kw == 3) unrolled_rows(in, b->pw, b->row, 3, 3, 1, 1, w, bias, out, ow, b->cols, DW_ROWS);
-    else if (unrolled && s->kw == 5) unrolled_rows(in, b->pw, b->row, 5, 5, 1, 1, w, bias, out, ow, b->cols, DW_ROWS);
+    if (unrolled && s->kw == 3) unrolled_rows(in, b->row, 3, 3, w, bias, out, ow, b->cols, DW_ROWS);
+    else if (unrolled && s->kw == 5) unrolled_rows(in, b->row, 5, 5, w, bias, out, ow, b->cols, DW_ROWS);
     else
         for (int r = 0; r < rows; r++) any_row(in + r * s->sh * b->row, taps, count, w, bias, out + r * ow, b->cols);
 #else

@@ -25,6 +25,7 @@ from .folding import fold_node, shape_value
 from .narrowed import lower_in_float32, takes_float32_copies
 from .patterns import rewrite_hard_swish
 from .quantized import Quantized, follow, from_dequantize, from_half_cast
+from .subnormals import has_subnormal_weight, without_subnormals
 from .values import (
     MAX_BLOCK_COLUMNS,
     MAX_SCRATCH_BYTES,
@@ -135,6 +136,8 @@ class Lowering:
     def emit(self, kind: str, inputs: Sequence[Value | Quantized | None], outputs: Sequence[Runtime],
              params: Sequence[Any] = (), scratch: int = 0) -> None:
         values, params, scratch = self.slots.place(self, kind, list(inputs), list(params), scratch)
+        values = [self.reshaped_weight(v, "normal", without_subnormals) if has_subnormal_weight(kind, v) else v
+                  for v in values]
         indices = [None if v is None else self.tensor(v) for v in values]
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
         self.scratch = max(self.scratch, scratch)

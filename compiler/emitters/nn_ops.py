@@ -104,6 +104,29 @@ def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: S
     return 4 * (padded_input + outputs * grid + channels * kernel[0] * kernel[1])
 
 
+WINOGRAD_MIN_CHANNELS = 32
+WINOGRAD_MIN_TILES = 128
+WINOGRAD_MAX_WEIGHT_FLOATS = 1 << 20
+WINOGRAD_TILES = 64
+WINOGRAD_SKEW = 16
+"""conv.h's EP_WINOGRAD_MIN_CHANNELS, EP_WINOGRAD_MIN_TILES and EP_WINOGRAD_MAX_WEIGHT_FLOATS, winograd.c's
+WINOGRAD_TILES and SKEW."""
+
+
+def winograd_scratch(channels: int, outputs: int, group: int, out: Sequence[int], kernel: Sequence[int],
+                     strides: Sequence[int], dilations: Sequence[int]) -> int:
+    """winograd.c's scratch for a 3x3 stride-1 conv it runs (ep_winograd_applies), else 0: the 16 transformed
+    filters, a block's transformed input and products, the zero-padded input and 8 half rows."""
+    if list(kernel) != [3, 3] or list(strides) != [1, 1] or list(dilations) != [1, 1] or group != 1 or \
+            min(channels, outputs) < WINOGRAD_MIN_CHANNELS or 16 * outputs * channels > WINOGRAD_MAX_WEIGHT_FLOATS:
+        return 0
+    tile_rows, tile_cols = (out[0] + 1) // 2, (out[1] + 1) // 2
+    if tile_rows * tile_cols < WINOGRAD_MIN_TILES:
+        return 0
+    padded = channels * (2 * tile_rows + 2) * 2 * (tile_cols + 1)
+    return 4 * (16 * (outputs * channels + (channels + outputs) * WINOGRAD_TILES + 3 * WINOGRAD_SKEW) + padded)
+
+
 @emitter("Conv")
 def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any]:
     x, w = inputs[0], inputs[1]
@@ -126,8 +149,9 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     else:
         # a conv narrow for the widest panel may not be for a narrower one, which then runs it padded
         groups = (shape_of(x)[1] // group, out.shape[1] // group)
-        scratch = max(lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0),
-                      padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin, dilations))
+        scratch = winograd_scratch(*groups, group, spatial[1], _kernel2d(kernel), strides, dilations) or \
+            max(lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0),
+                padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin, dilations))
     lw.emit("Conv", [x, w, bias], [out], params, scratch)
     return [out]
 

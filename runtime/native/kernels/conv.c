@@ -119,7 +119,8 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     if (status != EP_OK) return status;
     size_t k = (size_t)(s.cg * s.kh * s.kw);
     padded_conv p = {0};
-    if (padded_conv_of(&s, &p)) *scratch = (size_t)(p.input + s.mg * p.grid) * sizeof(float) + k * sizeof(int32_t);
+    if (ep_winograd_applies(&s)) *scratch = ep_winograd_scratch_floats(&s) * sizeof(float);
+    else if (padded_conv_of(&s, &p)) *scratch = (size_t)(p.input + s.mg * p.grid) * sizeof(float) + k * sizeof(int32_t);
     else if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
     else *scratch = ep_depthwise_scratch_floats(&s) * sizeof(float);
     return EP_OK;
@@ -320,6 +321,10 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
     int64_t hw = s.h * s.w, ohw = s.oh * s.ow, k = s.cg * s.kh * s.kw;
     if (is_depthwise(&s)) {
         for (int64_t b = 0; b < s.n; b++) ep_depthwise(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx->scratch);
+        return EP_OK;
+    }
+    if (ep_winograd_applies(&s)) {
+        for (int64_t b = 0; b < s.n; b++) ep_winograd(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx->scratch);
         return EP_OK;
     }
     int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);

@@ -372,10 +372,7 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
     }
 }
 
-/* The product over B's columns [0, nb) in panels whose rows are `width` floats apart, panel p (of NR columns) at
-   panels + p / width * width * k + p % width: packed per call (width NR) or at plan time (width
-   EP_PREPACKED_COLUMNS, read as width / NR panels side by side). */
-static void panels_product(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
+void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                            const float *panels, int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue) {
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
         int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
@@ -391,12 +388,12 @@ static void panels_product(int64_t m, int64_t k, int64_t nb, const float *a, int
 
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
-    panels_product(m, k, nb, a, a_row, a_col, packed, EP_GEMM_NR, c, ldc, epilogue);
+    ep_gemm_panels(m, k, nb, a, a_row, a_col, packed, EP_GEMM_NR, c, ldc, epilogue);
 }
 
 void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, const float *panels, float *c,
                        int64_t ldc, const ep_epilogue *epilogue) {
-    panels_product(m, k, n, a, a_row, 1, panels, EP_PREPACKED_COLUMNS, c, ldc, epilogue);
+    ep_gemm_panels(m, k, n, a, a_row, 1, panels, EP_PREPACKED_COLUMNS, c, ldc, epilogue);
 }
 
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,

@@ -52,7 +52,14 @@ int64_t ep_gemm_block_columns(int64_t k, size_t scratch_floats);
 void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64_t nb, int64_t row_stride,
                      int64_t col_stride);
 
-/* C[0:M, 0:nb] (+)= alpha * A[M, K] x packed B, then bias and activation; A is strided, C has leading dim ldc. */
+/* C[0:M, 0:nb] (+)= alpha * A[M, K] x B, then bias and activation; A is strided, C has leading dim ldc. B is in
+   panels of NR columns whose rows are `width` floats apart, panel p at panels + p / width * width * k + p % width:
+   packed per call (width NR), at plan time (width EP_PREPACKED_COLUMNS, read as width / NR panels side by side), or
+   a row-major matrix of `width` columns, width a multiple of NR (nb <= width). */
+void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
+                    int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue);
+
+/* ep_gemm_panels with B packed per call (width NR). */
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue);
 

@@ -149,9 +149,10 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     else:
         # a conv narrow for the widest panel may not be for a narrower one, which then runs it padded
         groups = (shape_of(x)[1] // group, out.shape[1] // group)
-        scratch = winograd_scratch(*groups, group, spatial[1], _kernel2d(kernel), strides, dilations) or \
-            max(lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0),
-                padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin, dilations))
+        # native builds run a conv Winograd takes that way, the wasm core directly
+        scratch = max(lw.gemm_scratch(k, n) + (4 * k * n if narrow else 0),
+                      padded_conv_scratch(*groups, *spatial, _kernel2d(kernel), strides, begin, dilations),
+                      winograd_scratch(*groups, group, spatial[1], _kernel2d(kernel), strides, dilations))
     lw.emit("Conv", [x, w, bias], [out], params, scratch)
     return [out]
 

@@ -6,6 +6,8 @@
 #include "conv.h"
 #include "vector_math.h"
 
+#ifndef __wasm__
+
 /* Tiles per block: a multiple of every build's NR, so that a block is whole panels. */
 #define WINOGRAD_TILES 64
 
@@ -216,3 +218,4 @@ void ep_winograd(const conv_shape *s, const float *x, const float *w, const floa
     }
     ep_activate_row(s->act, y, y, s->mg * s->oh * s->ow, s->act_a, s->act_b);
 }
+#endif

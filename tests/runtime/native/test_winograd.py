@@ -1,7 +1,7 @@
 """3x3 stride-1 convs through Winograd F(2x2, 3x3) (kernels/winograd.c) against onnxruntime on the source model:
 odd output sizes (tiles half outside), asymmetric and wide pads, block ends inside a tile row, a fused activation, a
-batch of two; the shapes just under its limits run directly, and the sanitized runner reads and writes nothing
-outside its buffers."""
+batch of two; the shapes just under its limits run directly, the sanitized runner reads and writes nothing outside
+its buffers, and the wasm core (which leaves Winograd out) runs the same plans directly within their scratch."""
 
 from __future__ import annotations
 
@@ -76,6 +76,14 @@ def test_under_the_limits_the_conv_runs_directly(cin: int, cout: int, size: tupl
     assert winograd_scratch(cin, cout, 1, out, (3, 3), (1, 1), (1, 1)) == 0
     expected = run_onnxruntime(model, {"x": x})["y"]
     actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    assert relative_error(expected, actual) <= TOLERANCE
+
+
+@pytest.mark.parametrize("case", ["96 channels of 52x52", "asymmetric and wide pads"])
+def test_the_wasm_core_runs_the_same_plan_directly(case: str) -> None:
+    model, x = conv_model(*CASES[case])
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    actual = PROVIDERS["wasm"].compile(model, {}).run({"x": x})["y"]
     assert relative_error(expected, actual) <= TOLERANCE
 
 

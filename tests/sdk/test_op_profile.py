@@ -1,5 +1,6 @@
-"""Per-op times of the C core: on every sample model the ops' times add up to the whole run's within 10% (the
-executor's own overhead and the clock reads are the rest), on this host and, for one model, under qemu-aarch64."""
+"""Per-op times of the C core: on every sample model the ops' times add up to the whole run's within 10% and 0.1 us
+(the executor's own overhead and the clock reads are the rest), on this host and, for one model, under
+qemu-aarch64."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from edgepack.op_profile import parse, profile_plan
 from tests.small_feeds import small_feeds
 
 SHARE = 0.10
+CLOCK_SLACK_MS = 1e-4
+"""What the executor's clock reads and its step between ops may add beyond SHARE: tiny-if's four ops run in 0.3 us,
+and on an Intel Xeon their sum fell 11% short of the run."""
 
 
 def plan_of(name: str, folder: Path) -> Path:
@@ -30,7 +34,7 @@ def test_the_ops_add_up_to_the_run_on_the_host(name: str, tmp_path: Path) -> Non
     print(f"{name}: run {profile.run_ms:.4f} ms, ops {profile.ops_ms:.4f} ms, {len(profile.ops)} ops; "
           f"{list(profile.by_kind().items())[:3]}")
     assert profile.ops and not profile.emulated
-    assert abs(profile.ops_ms - profile.run_ms) <= SHARE * profile.run_ms
+    assert abs(profile.ops_ms - profile.run_ms) <= SHARE * profile.run_ms + CLOCK_SLACK_MS
 
 
 def test_the_ops_add_up_to_the_run_under_qemu(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -12,6 +14,7 @@ from edgepack.compiler.lower import lower
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
 from edgepack.runtime.model_file import load_model
+from edgepack.runtime.native.build import runner
 from tests.output_error import relative_error  # noqa: F401  (re-exported to the tests here)
 from tests.small_feeds import small_feeds
 
@@ -43,3 +46,13 @@ def reference_outputs(name: str, seed: int = 0, emulated: bool = False) -> dict[
     return PROVIDERS["reference"].compile(slimmed(name), {}).run(feeds(name, seed, emulated))
 
 
+def sanitized_output(model: onnx.ModelProto, x: np.ndarray, folder: Path) -> np.ndarray:
+    """`model`'s output for its input `x` through the sanitized runner (AddressSanitizer and
+    UndefinedBehaviorSanitizer, 8-lane vectors, no AVX), after asserting that it reported nothing."""
+    folder.mkdir()
+    (folder / "plan.epk").write_bytes(lower(model, {"x": x.shape}))
+    np.save(folder / "x.npy", x)
+    proc = subprocess.run([str(runner(sanitized=True)), str(folder / "plan.epk"), str(folder), str(folder / "x.npy")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "runtime error" not in proc.stderr, proc.stderr
+    return np.load(folder / "0.npy")

@@ -116,7 +116,8 @@ WINOGRAD_TILES and SKEW."""
 def winograd_scratch(channels: int, outputs: int, group: int, out: Sequence[int], kernel: Sequence[int],
                      strides: Sequence[int], dilations: Sequence[int]) -> int:
     """winograd.c's scratch for a 3x3 stride-1 conv it runs (ep_winograd_applies), else 0: the 16 transformed
-    filters, a block's transformed input and products, the zero-padded input and 8 half rows."""
+    filters, a block's transformed input and products (each of the 16 matrices SKEW floats past the last), and the
+    zero-padded input split by column parity."""
     if list(kernel) != [3, 3] or list(strides) != [1, 1] or list(dilations) != [1, 1] or group != 1 or \
             min(channels, outputs) < WINOGRAD_MIN_CHANNELS or 16 * outputs * channels > WINOGRAD_MAX_WEIGHT_FLOATS:
         return 0

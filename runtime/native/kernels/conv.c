@@ -120,7 +120,8 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     size_t k = (size_t)(s.cg * s.kh * s.kw);
     padded_conv p = {0};
     if (ep_winograd_applies(&s)) *scratch = ep_winograd_scratch_floats(&s) * sizeof(float);
-    else if (padded_conv_of(&s, &p)) *scratch = (size_t)(p.input + s.mg * p.grid) * sizeof(float) + k * sizeof(int32_t);
+    else if (padded_conv_of(&s, &p))
+        *scratch = (size_t)(p.input + s.mg * p.grid) * sizeof(float) + k * sizeof(int32_t);
     else if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
     else *scratch = ep_depthwise_scratch_floats(&s) * sizeof(float);
     return EP_OK;

@@ -372,8 +372,8 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
     }
 }
 
-void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
-                           const float *panels, int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue) {
+void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
+                    int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue) {
     for (int64_t p = 0; p < nb; p += EP_GEMM_NR) {
         int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
         const float *panel = panels + p / width * width * k + p % width;

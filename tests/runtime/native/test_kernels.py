@@ -42,12 +42,12 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
     (8, 8, 8, 3, 1, 1, 1, 37), (20, 20, 20, 5, 1, 2, 1, 9), (12, 12, 12, 3, 1, 1, 1, 4),
 ]
 """The first four, the four after the two narrow ones, and the last three are depthwise. Planes of fewer than 16
-output columns with stride 1, or under 5x5 kernels (stride 2 too), run a block of channels at a time with one
-channel per lane (7 columns of 5x5 with stride 2, 12 of 5x5 and 7 of 3x3 with stride 1; 20 and 12 channels leave a
-partial block of 16 lanes); the others (3x3 with stride 2, with no padding at all, 3x3 planes of 22, 40, 73
-and 40 columns, 5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the
-largest in two bands. The narrow two (fewer output positions than a panel's columns, 32 or more output channels per
-group) have odd K, rows and positions that leave partial blocks."""
+output columns run a block of channels at a time with one channel per lane (3x3 with stride 2 down to 12 columns
+and, unpadded, to 5; 5x5 with stride 2 down to 9; 5x5 over 12 columns and 3x3 over 7; 20 and 12 channels leave a
+partial block of 16 lanes); the others (3x3 planes of 22, 73 and 40 columns, 5x5 over 20, a dilated 3x3 over 18,
+5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the largest in two
+bands. The narrow two (fewer output positions than a panel's columns, 32 or more output channels per group) have
+odd K, rows and positions that leave partial blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)
@@ -87,10 +87,24 @@ def test_depthwise_bands(case: tuple[int, ...]) -> None:
     check(*depthwise_case(case))
 
 
+DEPTHWISE_LANES = [  # (channels, kernel h, kernel w, stride h, stride w, pad, dilation, height, width)
+    (13, 3, 3, 1, 1, 1, 1, 9, 11), (18, 5, 5, 1, 1, 2, 1, 7, 7), (20, 3, 3, 2, 2, 1, 1, 27, 29),
+    (6, 3, 5, 1, 1, 1, 1, 6, 9), (8, 3, 3, 1, 1, 2, 2, 10, 10), (3, 7, 7, 2, 2, 3, 1, 13, 25),
+]
+"""Depthwise planes under 16 output columns, a block of channels at a time, one per lane: channel counts that leave
+lanes past the last whole group of 4 (13; 18, whose second block of 16 lanes has 2), rows and planes whose
+positions are not a multiple of 4 or 8, 3x3 with stride 2, a 3x5 kernel, a dilated one and 7x7 with stride 2."""
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_LANES)
+def test_depthwise_lanes(case: tuple[int, ...]) -> None:
+    check(*depthwise_case(case))
+
+
 def test_depthwise_bands_run_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:
-    """The same planes through the sanitized runner (8-lane vectors, no AVX): no read or write outside the
-    scratch, the input or the output, and the same results."""
-    for index, case in enumerate(DEPTHWISE_BANDS):
+    """The planes on bands and in lanes through the sanitized runner (8-lane vectors, no AVX): no read or write
+    outside the scratch, the input or the output, and the same results."""
+    for index, case in enumerate(DEPTHWISE_BANDS + DEPTHWISE_LANES):
         model, x = depthwise_case(case)
         expected = PROVIDERS["reference"].compile(model, {}).run({"x": x})["y"]
         assert relative_error(expected, sanitized_output(model, x, tmp_path / str(index))) <= TOLERANCE, case

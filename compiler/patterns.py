@@ -1,6 +1,6 @@
 """Graph rewrites the lowering applies before emitting ops, so that more work lands in fused kernels:
 x * clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) (alpha 1/6, beta 1/2) become one HardSwish (which then folds into
-the Conv before it)."""
+the Conv before it); x * Sigmoid(x) becomes one Swish (SiLU: one pass over x instead of two, and one tensor less)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,35 @@ def rewrite_hard_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.Mod
                 replaced[id(mul)] = onnx.helper.make_node("HardSwish", [x_name], [mul.output[0]], name=mul.name)
                 dropped.add(id(gate))
                 break
+    return _with_replacements(model, replaced, dropped)
+
+
+def rewrite_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProto:
+    """A copy of `model` with the top-level products x * Sigmoid(x) (YOLO's SiLU), whose Sigmoid nothing else reads,
+    as Swish nodes (x * Sigmoid(x), ONNX's Swish with alpha 1); for the lowering only, never saved."""
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    outputs = {o.name for o in graph.output}
+    replaced: dict[int, onnx.NodeProto] = {}
+    dropped: set[int] = set()
+    for mul in graph.node:
+        if mul.op_type != "Mul" or len(mul.input) != 2:
+            continue
+        for x_name, gate_name in (mul.input[0], mul.input[1]), (mul.input[1], mul.input[0]):
+            gate = producer.get(gate_name)
+            if gate is None or gate.op_type != "Sigmoid" or gate.input[0] != x_name or id(gate) in dropped or \
+                    uses.get(gate_name) != 1 or gate_name in outputs:
+                continue
+            replaced[id(mul)] = onnx.helper.make_node("Swish", [x_name], [mul.output[0]], name=mul.name)
+            dropped.add(id(gate))
+            break
+    return _with_replacements(model, replaced, dropped)
+
+
+def _with_replacements(model: onnx.ModelProto, replaced: dict[int, onnx.NodeProto],
+                       dropped: set[int]) -> onnx.ModelProto:
+    """`model` itself when nothing is replaced, else a copy whose nodes are replaced (by id) or dropped."""
+    graph = model.graph
     if not replaced:
         return model
     rewritten = onnx.ModelProto()

@@ -1,6 +1,6 @@
 """The lowering's graph rewrites (compiler/patterns.py): HardSwish written out as x * clip(x + 3, 0, 6) / 6 or as
-x * HardSigmoid(x) (alpha 1/6, beta 1/2) becomes one HardSwish that folds into the Conv before it; near misses stay
-as they are. Results against onnxruntime."""
+x * HardSigmoid(x) (alpha 1/6, beta 1/2) becomes one HardSwish that folds into the Conv before it; x * Sigmoid(x)
+becomes one Swish; near misses stay as they are. Results against onnxruntime."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgepack.compiler.lower import lower_to_plan
-from edgepack.runtime.native.epk import ACTIVATIONS
+from edgepack.runtime.native.epk import ACTIVATIONS, BINARY, UNARY
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -88,3 +88,31 @@ def test_a_gate_read_twice_stays() -> None:
 def test_another_hard_sigmoid_is_not_hard_swish(alpha: float, beta: float) -> None:
     kinds = [op.kind for op in lower_to_plan(gate_form(alpha, beta), {"x": SHAPE}).ops]
     assert kinds == ["Conv", "Unary", "Binary"]
+
+
+def silu_form(gate_first: bool = True, gated: str = "c") -> onnx.ModelProto:
+    """Conv, then c * Sigmoid(gated) (SiLU when `gated` is c; d is c + 1)."""
+    inputs = ["gate", "c"] if gate_first else ["c", "gate"]
+    return conv_then([helper.make_node("Add", ["c", "one"], ["d"]), helper.make_node("Sigmoid", [gated], ["gate"]),
+                      helper.make_node("Mul", inputs, ["y"])], {"one": scalar(1.0)})
+
+
+@pytest.mark.parametrize("gate_first", [True, False], ids=["Sigmoid(x) * x", "x * Sigmoid(x)"])
+def test_silu_written_out_becomes_one_swish(gate_first: bool) -> None:
+    model = silu_form(gate_first)
+    plan = lower_to_plan(model, {"x": SHAPE})
+    assert [(op.kind, op.params[0]) for op in plan.ops if op.kind != "Conv"] == [("Binary", BINARY["Add"]),
+                                                                                ("Unary", UNARY["Swish"])]
+    x = np.random.default_rng(12).standard_normal(SHAPE).astype(np.float32) * 8
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_sigmoid_read_twice_or_of_another_tensor_stays() -> None:
+    read_twice = silu_form()
+    read_twice.graph.node.append(helper.make_node("Add", ["y", "gate"], ["z"]))
+    read_twice.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    for model in read_twice, silu_form(gated="d"):
+        kinds = [(op.kind, op.params[0]) for op in lower_to_plan(model, {"x": SHAPE}).ops if op.kind != "Conv"]
+        assert ("Unary", UNARY["Sigmoid"]) in kinds and ("Unary", UNARY["Swish"]) not in kinds

@@ -22,18 +22,14 @@ float ep_activate(int32_t act, float x, float a, float b) {
     return x;
 }
 
-/* The logistic function: 8 lanes at a time, exp's argument clamped into its range (a result that would be below
-   3e-39 comes out as about that); the rest one by one. */
+/* The logistic function: EP_VW_LANES at a time (ep_sigmoid_wide), the rest one by one. */
 static void sigmoid_row(const float *x, float *y, int64_t count) {
     int64_t i = 0;
 #ifdef EP_VECTOR_MATH
-    for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
-        ep_vf t;
+    for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
+        ep_vw t;
         __builtin_memcpy(&t, x + i, sizeof t);
-        t = -t;
-        ep_clamp_exp_range(&t);
-        ep_exp_lanes(&t);
-        t = 1.0f / (1.0f + t);
+        ep_sigmoid_wide(&t);
         __builtin_memcpy(y + i, &t, sizeof t);
     }
 #endif

@@ -34,6 +34,7 @@ static float unary_f32(int32_t kind, float x, float a, float b) {
     switch (kind) {
     case U_RELU: return x > 0.0f ? x : (x != x ? x : 0.0f);
     case U_SIGMOID: return ep_sigmoidf(x);
+    case U_SWISH: return x * ep_sigmoidf(x);
     case U_TANH: return ep_tanhf(x);
     case U_EXP: return ep_expf(x);
     case U_LOG: return ep_logf(x);
@@ -137,6 +138,22 @@ static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = gelu ? unary_f32(U_GELU, x[i], 0.0f, 0.0f) : ep_erff(x[i]);
 }
 
+/* x * Sigmoid(x), EP_VW_LANES at a time, the rest one by one. */
+static void swish_f32(const float *x, float *y, int64_t count) {
+    int64_t i = 0;
+#ifdef EP_VECTOR_MATH
+    for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
+        ep_vw v, gate;
+        __builtin_memcpy(&v, x + i, sizeof v);
+        gate = v;
+        ep_sigmoid_wide(&gate);
+        v *= gate;
+        __builtin_memcpy(y + i, &v, sizeof v);
+    }
+#endif
+    for (; i < count; i++) y[i] = x[i] * ep_sigmoidf(x[i]);
+}
+
 static ep_status run_unary(const ep_node *n, const ep_context *c) {
     (void)c;
     int32_t kind = n->params[0];
@@ -170,6 +187,7 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
         for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
         break;
     case U_SIGMOID: ep_activate_row(EP_ACT_SIGMOID, x, y, count, a, b); break;
+    case U_SWISH: swish_f32(x, y, count); break;
     case U_ERF:
     case U_GELU:
         erf_or_gelu_f32(kind == U_GELU, x, y, count);

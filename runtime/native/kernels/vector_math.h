@@ -1,5 +1,6 @@
 /* exp on 8 float lanes with the compilers' vector extensions (an AVX2 or half an AVX-512 register, two NEON or
-   SIMD128 registers), for the elementwise kernels. Vectors go through pointers: passed by value they would tie the
+   SIMD128 registers), and on the build's widest vector (a whole AVX-512 register) for the logistic function, for the
+   elementwise kernels. Vectors go through pointers: passed by value they would tie the
    code to one vector ABI. */
 #ifndef EP_VECTOR_MATH_H
 #define EP_VECTOR_MATH_H
@@ -12,25 +13,52 @@
 typedef float ep_vf __attribute__((vector_size(EP_VF_LANES * 4)));
 typedef int32_t ep_vi __attribute__((vector_size(EP_VF_LANES * 4)));
 
-/* The lanes of *x clamped into exp's range [-103.9, 88.7] (NaN stays NaN). */
-static inline void ep_clamp_exp_range(ep_vf *x) {
-    ep_vi low = *x < -103.9f, high = *x > 88.7f;
-    *x = (ep_vf)(((ep_vi)*x & ~low) | ((ep_vi)((ep_vf){0} - 103.9f) & low));
-    *x = (ep_vf)(((ep_vi)*x & ~high) | ((ep_vi)((ep_vf){0} + 88.7f) & high));
-}
+/* exp's range clamp and exp itself for a float vector type VF with its int32 lanes VI, as functions CLAMP and EXP:
+   defined for ep_vf, and for ep_vw where that is wider. */
+#define EP_DEFINE_EXP(VF, VI, CLAMP, EXP)                                                                         \
+    /* The lanes of *x clamped into exp's range [-103.9, 88.7] (NaN stays NaN). */                                \
+    static inline void CLAMP(VF *x) {                                                                            \
+        VI low = *x < -103.9f, high = *x > 88.7f;                                                                \
+        *x = (VF)(((VI)*x & ~low) | ((VI)((VF){0} - 103.9f) & low));                                             \
+        *x = (VF)(((VI)*x & ~high) | ((VI)((VF){0} + 88.7f) & high));                                            \
+    }                                                                                                            \
+    /* exp of each lane in place, as ep_expf computes it (round x / ln 2 half away from zero, a degree-7          \
+       polynomial of the rest, 2^k in two factors), for lanes in exp's range (CLAMP); NaN stays NaN. */          \
+    static inline void EXP(VF *x) {                                                                              \
+        VF kf = *x * 1.44269504f;                                                                                \
+        VI half_away = ((VI)kf & INT32_MIN) | 0x3f000000; /* 0.5 with kf's sign */                               \
+        VI k = __builtin_convertvector(kf + (VF)half_away, VI);                                                  \
+        kf = __builtin_convertvector(k, VF);                                                                     \
+        VF r = (*x - kf * 0.693145752f) - kf * 1.42860677e-6f;                                                   \
+        VF p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f +     \
+               r * (1.3888889e-3f + r * 1.9841270e-4f))))));                                                     \
+        VI half = k >> 1;                                                                                        \
+        *x = p * (VF)((half + 127) << 23) * (VF)((k - half + 127) << 23);                                        \
+    }
 
-/* exp of each lane in place, as ep_expf computes it (round x / ln 2 half away from zero, a degree-7 polynomial of
-   the rest, 2^k in two factors), for lanes in exp's range (ep_clamp_exp_range); NaN stays NaN. */
-static inline void ep_exp_lanes(ep_vf *x) {
-    ep_vf kf = *x * 1.44269504f;
-    ep_vi half_away = ((ep_vi)kf & INT32_MIN) | 0x3f000000; /* 0.5 with kf's sign */
-    ep_vi k = __builtin_convertvector(kf + (ep_vf)half_away, ep_vi);
-    kf = __builtin_convertvector(k, ep_vf);
-    ep_vf r = (*x - kf * 0.693145752f) - kf * 1.42860677e-6f;
-    ep_vf p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f +
-              r * (1.3888889e-3f + r * 1.9841270e-4f))))));
-    ep_vi half = k >> 1;
-    *x = p * (ep_vf)((half + 127) << 23) * (ep_vf)((k - half + 127) << 23);
+EP_DEFINE_EXP(ep_vf, ep_vi, ep_clamp_exp_range, ep_exp_lanes)
+
+/* The widest float vector of the build, for the longest elementwise loops: 16 lanes with AVX-512 (one register),
+   else ep_vf. */
+#if defined(__AVX512F__)
+#define EP_VW_LANES 16
+typedef float ep_vw __attribute__((vector_size(EP_VW_LANES * 4)));
+typedef int32_t ep_vwi __attribute__((vector_size(EP_VW_LANES * 4)));
+EP_DEFINE_EXP(ep_vw, ep_vwi, ep_clamp_exp_range_wide, ep_exp_wide)
+#else
+#define EP_VW_LANES EP_VF_LANES
+typedef ep_vf ep_vw;
+#define ep_clamp_exp_range_wide ep_clamp_exp_range
+#define ep_exp_wide ep_exp_lanes
+#endif
+
+/* The logistic function of each lane in place: exp's argument clamped into its range (a result that would be
+   below 3e-39 comes out as about that). */
+static inline void ep_sigmoid_wide(ep_vw *x) {
+    ep_vw t = -*x;
+    ep_clamp_exp_range_wide(&t);
+    ep_exp_wide(&t);
+    *x = 1.0f / (1.0f + t);
 }
 
 /* tanh of each lane in place, to a few ulp: x times an odd Taylor polynomial below 0.4 in magnitude (the terms

@@ -211,9 +211,10 @@ def _cases() -> dict[str, onnx.ModelProto]:
               helper.make_node("Gelu", ["x"], ["gelu"]),
               helper.make_node("Gelu", ["x"], ["gelu_tanh"], approximate="tanh"),
               helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("Log", ["ax"], ["log"]),
-              helper.make_node("Sqrt", ["ax"], ["sqrt"]), helper.make_node("Reciprocal", ["ax"], ["recip"])]
+              helper.make_node("Sqrt", ["ax"], ["sqrt"]), helper.make_node("Reciprocal", ["ax"], ["recip"]),
+              helper.make_node("Sigmoid", ["x"], ["gate"]), helper.make_node("Mul", ["x", "gate"], ["swish"])]
     names = [f"u{i}" for i in range(len(unary))] + ["leaky", "hard", "clip", "gelu", "gelu_tanh", "log", "sqrt",
-                                                   "recip"]
+                                                   "recip", "swish"]
     cases["unary"] = _model(nodes, {"x": [4, 33]}, names,
                             {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}, opset=20)
     return cases

@@ -52,6 +52,7 @@ fn unary_op(v: V, a: f32, b: f32) -> V {
     case 24u: { return v / (1.0 + abs(v)); }
     case 25u: { return select(V(0.0), v, v > V(a)); }
     case 26u: { return round(v); }
+    case 43u: { return v / (1.0 + exp(-v)); }
     default: { return v; }
   }
 }

@@ -23,7 +23,7 @@ from .emitters import EMITTERS, NotConstant
 from .emitters.int8_matmul import without_unread_round_trips
 from .folding import fold_node, shape_value
 from .narrowed import lower_in_float32, takes_float32_copies
-from .patterns import rewrite_hard_swish, rewrite_swish
+from .patterns import rewrite_gelu, rewrite_hard_swish, rewrite_swish
 from .quantized import Quantized, follow, from_dequantize, from_half_cast
 from .subnormals import has_subnormal_weight, without_subnormals
 from .values import (
@@ -440,6 +440,7 @@ def lower_to_plan(model: onnx.ModelProto, shapes: dict[str, Sequence[int]] | Non
     float32: the speed of float32 weights, in their memory); else each call dequantizes them."""
     model = rewrite_hard_swish(model, _uses(model.graph))
     model = rewrite_swish(model, _uses(model.graph))
+    model = rewrite_gelu(model, _uses(model.graph))
     lowering = Lowering(model, packed_weights, packed_weights and expand_weights)
     scope: Scope = {}
     inputs = []

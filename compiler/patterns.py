@@ -1,8 +1,11 @@
 """Graph rewrites the lowering applies before emitting ops, so that more work lands in fused kernels:
 x * clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) (alpha 1/6, beta 1/2) become one HardSwish (which then folds into
-the Conv before it); x * Sigmoid(x) becomes one Swish (SiLU: one pass over x instead of two, and one tensor less)."""
+the Conv before it); x * Sigmoid(x) becomes one Swish (SiLU: one pass over x instead of two, and one tensor less);
+x * 0.5 * (1 + erf(x / sqrt(2))) (exporters' GELU, in any association of its products) becomes one Gelu."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import onnx
@@ -97,6 +100,82 @@ def rewrite_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelPro
             replaced[id(mul)] = onnx.helper.make_node("Swish", [x_name], [mul.output[0]], name=mul.name)
             dropped.add(id(gate))
             break
+    return _with_replacements(model, replaced, dropped)
+
+
+def _is(value: float | None, target: float) -> bool:
+    return value is not None and abs(value - target) <= 1e-6 * abs(target)
+
+
+def _other_input(node: onnx.NodeProto, name: str) -> str | None:
+    """The input of a two-input `node` that is not `name`, or None when `node` does not read `name`."""
+    if len(node.input) != 2 or name not in node.input:
+        return None
+    return node.input[1] if node.input[0] == name else node.input[0]
+
+
+def _erf_argument(erf: onnx.NodeProto, producer: dict[str, onnx.NodeProto],
+                  constants: dict[str, np.ndarray]) -> tuple[str, onnx.NodeProto] | None:
+    """x and the node where `erf` reads x / sqrt(2), as Div(x, sqrt(2)) or Mul(x, 1 / sqrt(2)); else None."""
+    scaled = producer.get(erf.input[0])
+    if scaled is None or len(scaled.input) != 2:
+        return None
+    if scaled.op_type == "Div" and _is(_scalar(scaled.input[1], constants), math.sqrt(2.0)):
+        return scaled.input[0], scaled
+    if scaled.op_type == "Mul":
+        for x_name, factor in (scaled.input[0], scaled.input[1]), (scaled.input[1], scaled.input[0]):
+            if _is(_scalar(factor, constants), math.sqrt(0.5)):
+                return x_name, scaled
+    return None
+
+
+def rewrite_gelu(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProto:
+    """A copy of `model` with the top-level x * 0.5 * (1 + erf(x / sqrt(2))) chains (as PyTorch exports GELU) as Gelu
+    nodes, whatever the order of the two products; each intermediate read by the chain alone; for the lowering
+    only, never saved."""
+    graph = model.graph
+    constants = _constants(graph)
+    producer = {out: node for node in graph.node for out in node.output}
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
+
+    def sole_reader(node: onnx.NodeProto, op_type: str) -> onnx.NodeProto | None:
+        out = node.output[0]
+        found = readers.get(out, [])
+        if uses.get(out) != 1 or out in outputs or len(found) != 1 or found[0].op_type != op_type:
+            return None
+        return found[0]
+
+    replaced: dict[int, onnx.NodeProto] = {}
+    dropped: set[int] = set()
+    for erf in graph.node:
+        argument = _erf_argument(erf, producer, constants) if erf.op_type == "Erf" else None
+        add = sole_reader(erf, "Add") if argument else None
+        if add is None or not _is(_scalar(_other_input(add, erf.output[0]) or "", constants), 1.0):
+            continue
+        x_name, scaled = argument
+        first = sole_reader(add, "Mul")
+        factor = _other_input(first, add.output[0]) if first else None
+        chain = [scaled, erf, add, first]
+        if factor == x_name:  # (x * (1 + erf)) * 0.5
+            root = sole_reader(first, "Mul")
+            ok = root is not None and _is(_scalar(_other_input(root, first.output[0]) or "", constants), 0.5)
+        elif _is(_scalar(factor or "", constants), 0.5):  # x * ((1 + erf) * 0.5)
+            root = sole_reader(first, "Mul")
+            ok = root is not None and _other_input(root, first.output[0]) == x_name
+        else:  # (x * 0.5) * (1 + erf)
+            half = producer.get(factor or "")
+            root = first
+            ok = half is not None and half.op_type == "Mul" and sole_reader(half, "Mul") is first and \
+                _is(_scalar(_other_input(half, x_name) or "", constants), 0.5)
+            chain[-1] = half
+        if not ok or uses.get(scaled.output[0]) != 1 or scaled.output[0] in outputs or erf.output[0] in outputs:
+            continue
+        replaced[id(root)] = onnx.helper.make_node("Gelu", [x_name], [root.output[0]], name=root.name)
+        dropped |= {id(n) for n in chain if n is not root}
     return _with_replacements(model, replaced, dropped)
 
 

@@ -1,6 +1,7 @@
 """The lowering's graph rewrites (compiler/patterns.py): HardSwish written out as x * clip(x + 3, 0, 6) / 6 or as
 x * HardSigmoid(x) (alpha 1/6, beta 1/2) becomes one HardSwish that folds into the Conv before it; x * Sigmoid(x)
-becomes one Swish; near misses stay as they are. Results against onnxruntime."""
+becomes one Swish; x * 0.5 * (1 + erf(x / sqrt(2))) becomes one Gelu; near misses stay as they are. Results against
+onnxruntime."""
 
 from __future__ import annotations
 
@@ -116,3 +117,40 @@ def test_a_sigmoid_read_twice_or_of_another_tensor_stays() -> None:
     for model in read_twice, silu_form(gated="d"):
         kinds = [(op.kind, op.params[0]) for op in lower_to_plan(model, {"x": SHAPE}).ops if op.kind != "Conv"]
         assert ("Unary", UNARY["Sigmoid"]) in kinds and ("Unary", UNARY["Swish"]) not in kinds
+
+
+def gelu_form(association: str, scale: str = "Div", half: float = 0.5) -> onnx.ModelProto:
+    """Conv, then c * `half` * (1 + erf(c / sqrt(2))): its products associated as `association` says, c / sqrt(2) as
+    a Div or (scale "Mul") a Mul by 1 / sqrt(2)."""
+    scaled = helper.make_node("Div", ["c", "root2"], ["s"]) if scale == "Div" else \
+        helper.make_node("Mul", ["inverse_root2", "c"], ["s"])
+    nodes = [scaled, helper.make_node("Erf", ["s"], ["e"]), helper.make_node("Add", ["one", "e"], ["a"])]
+    first, second = {"(x * (1 + erf)) * 0.5": (["c", "a"], ["m", "half"]),
+                     "x * ((1 + erf) * 0.5)": (["half", "a"], ["c", "m"]),
+                     "(x * 0.5) * (1 + erf)": (["c", "half"], ["a", "m"])}[association]
+    nodes += [helper.make_node("Mul", first, ["m"]), helper.make_node("Mul", second, ["y"])]
+    return conv_then(nodes, {"root2": scalar(np.sqrt(2.0)), "inverse_root2": scalar(np.sqrt(0.5)),
+                             "one": scalar(1.0), "half": scalar(half)})
+
+
+GELU_FORMS = [("(x * (1 + erf)) * 0.5", "Div"), ("x * ((1 + erf) * 0.5)", "Mul"), ("(x * 0.5) * (1 + erf)", "Div")]
+
+
+@pytest.mark.parametrize(("association", "scale"), GELU_FORMS, ids=[f"{a}, {s}" for a, s in GELU_FORMS])
+def test_gelu_written_out_becomes_one_gelu(association: str, scale: str) -> None:
+    model = gelu_form(association, scale)
+    plan = lower_to_plan(model, {"x": SHAPE})
+    assert [(op.kind, op.params[0]) for op in plan.ops if op.kind != "Conv"] == [("Unary", UNARY["Gelu"])]
+    x = np.random.default_rng(13).standard_normal(SHAPE).astype(np.float32) * 4
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_another_half_or_an_erf_read_twice_stays() -> None:
+    read_twice = gelu_form("(x * (1 + erf)) * 0.5")
+    read_twice.graph.node.append(helper.make_node("Add", ["y", "e"], ["z"]))
+    read_twice.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    for model in read_twice, gelu_form("(x * 0.5) * (1 + erf)", half=0.6):
+        kinds = [(op.kind, op.params[0]) for op in lower_to_plan(model, {"x": SHAPE}).ops if op.kind != "Conv"]
+        assert ("Unary", UNARY["Erf"]) in kinds and ("Unary", UNARY["Gelu"]) not in kinds

@@ -140,7 +140,7 @@ static void depthwise_lanes(const conv_shape *s, const float *x, const float *w,
         for (int64_t l = 0; l < DW_LANES; l++) weights[t * DW_LANES + l] = l < lanes ? w[(c0 + l) * taps + t] : 0.0f;
     dw_v start;
     for (int64_t l = 0; l < DW_LANES; l++) start[l] = bias && l < lanes ? bias[c0 + l] : 0.0f;
-#ifndef __wasm__
+#ifndef __wasm__ /* one instance on wasm, for the page's bytes */
     int undilated = s->dh == 1 && s->dw == 1;
     if (undilated && s->kh == 3 && s->kw == 3) lanes_outputs(s, in, cols, weights, &start, out, 3, 3);
     else if (undilated && s->kh == 5 && s->kw == 5) lanes_outputs(s, in, cols, weights, &start, out, 5, 5);

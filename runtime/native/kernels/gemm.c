@@ -113,7 +113,7 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
     }
 }
 
-/* A tile of fewer than NR columns (rows x cols of it), or one whose activation has no vector form here, stored
+/* A tile of fewer than NR columns (rows x cols of it), or any tile without vector extensions, stored
    through the epilogue, the activation a row at a time (ep_activate_row: Sigmoid in vectors too). */
 static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, int64_t cols, int64_t i0, float *c,
                        int64_t ldc, const ep_epilogue *e) {
@@ -165,13 +165,14 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     return 0;
 }
 
-/* The first `rows` rows of a tile of NR columns through the epilogue in vectors; 0 (nothing stored) when the
-   activation has no vector form here. */
-static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t i0, float *c, int64_t ldc,
-                        const ep_epilogue *e) {
+/* The first `rows` rows of a tile of NR columns through the epilogue in vectors; an activation with no vector form
+   here (Sigmoid) then runs over each row stored (ep_activate_row, in vectors too). */
+static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t i0, float *c, int64_t ldc,
+                         const ep_epilogue *e) {
     for (int64_t r = 0; r < rows; r++) {
         float *out = c + (i0 + r) * ldc;
         ep_v8 bias = splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
+        int stored_raw = 0;
         for (int h = 0; h < EP_GEMM_NV; h++) {
             ep_v8 v = all[r][h] * splat(e->alpha) + bias;
             if (e->accumulate) {
@@ -179,11 +180,11 @@ static int store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t
                 __builtin_memcpy(&old, out + EP_GEMM_LANES * h, sizeof old);
                 v += old;
             }
-            if (!activate_vector(e->act, &v, e->act_a, e->act_b)) return 0;
+            stored_raw |= !activate_vector(e->act, &v, e->act_a, e->act_b);
             __builtin_memcpy(out + EP_GEMM_LANES * h, &v, sizeof v);
         }
+        if (stored_raw) ep_activate_row(e->act, out, out, EP_GEMM_NR, e->act_a, e->act_b);
     }
-    return 1;
 }
 
 /* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
@@ -207,7 +208,10 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
             for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] += a * bv[h];
         }
     }
-    if (cols == EP_GEMM_NR && store_vector(acc, rows_left, i0, c, ldc, e)) return;
+    if (cols == EP_GEMM_NR) {
+        store_vector(acc, rows_left, i0, c, ldc, e);
+        return;
+    }
     float tile[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(tile[r], acc[r], sizeof acc[r]);
     store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e);

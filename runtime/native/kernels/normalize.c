@@ -131,6 +131,25 @@ static ep_status check_layer_norm(const ep_node *n, size_t *scratch, char *error
     return EP_OK;
 }
 
+/* The sum of n floats, or (centered) of their squares less `mean`: 8 lanes at a time, then the rest one by one. */
+static float row_sum(const float *x, int64_t n, int squares, float mean) {
+    int64_t i = 0;
+    float sum = 0.0f;
+#ifdef EP_VECTOR_MATH
+    ep_vf lanes = {0};
+    for (; i + EP_VF_LANES <= n; i += EP_VF_LANES) {
+        ep_vf v;
+        __builtin_memcpy(&v, x + i, sizeof v);
+        v -= mean;
+        lanes += squares ? v * v : v;
+    }
+    for (int l = 0; l < EP_VF_LANES; l++) sum += lanes[l];
+#endif
+    for (; i < n; i++) sum += squares ? (x[i] - mean) * (x[i] - mean) : x[i] - mean;
+    return sum;
+}
+
+/* Each row: its mean, then the mean of its squares about it (two passes, in float32 lanes), then the row scaled. */
 static ep_status run_layer_norm(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0];
@@ -143,14 +162,9 @@ static ep_status run_layer_norm(const ep_node *n, const ep_context *c) {
     for (int64_t o = 0; o < outer; o++) {
         const float *src = (const float *)x->data + o * inner;
         float *dst = (float *)n->out[0]->data + o * inner;
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < inner; i++) mean += src[i];
-        mean /= (double)inner;
-        for (int64_t i = 0; i < inner; i++) var += (src[i] - mean) * (src[i] - mean);
-        var /= (double)inner;
-        float inv = 1.0f / ep_sqrtf((float)var + epsilon);
-        for (int64_t i = 0; i < inner; i++)
-            dst[i] = (float)(src[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+        float mean = row_sum(src, inner, 0, 0.0f) / (float)inner;
+        float inv = 1.0f / ep_sqrtf(row_sum(src, inner, 1, mean) / (float)inner + epsilon);
+        for (int64_t i = 0; i < inner; i++) dst[i] = (src[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
     }
     return EP_OK;
 }

@@ -101,7 +101,7 @@ def test_depthwise_lanes(case: tuple[int, ...]) -> None:
     check(*depthwise_case(case))
 
 
-def test_depthwise_bands_run_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:
+def test_depthwise_planes_run_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:
     """The planes on bands and in lanes through the sanitized runner (8-lane vectors, no AVX): no read or write
     outside the scratch, the input or the output, and the same results."""
     for index, case in enumerate(DEPTHWISE_BANDS + DEPTHWISE_LANES):

@@ -49,48 +49,42 @@ static inline __attribute__((always_inline)) void transpose4(dw_v4 r[4]) {
 }
 
 /* The first `lanes` planes at x interleaved into the zero-padded block `in` (cols floats a row; see
-   depthwise_lanes), 4 planes by 4 columns a step. */
+   depthwise_lanes): 4 planes by 4 columns a step, the planes past the last 4 one by one. */
 static void interleave_planes(const conv_shape *s, const float *x, int64_t lanes, int64_t cols, float *in) {
-    int64_t hw = s->h * s->w, l = 0;
-    for (; l + 4 <= lanes; l += 4)
+    int64_t hw = s->h * s->w;
+    for (int64_t l = 0, step; l < lanes; l += step) {
+        step = lanes - l >= 4 ? 4 : 1;
         for (int64_t iy = 0; iy < s->h; iy++) {
             const float *src = x + l * hw + iy * s->w;
             float *dst = in + ((iy + s->pt) * cols + s->pl) * DW_LANES + l;
             int64_t ix = 0;
-            for (; ix + 4 <= s->w; ix += 4) {
+            for (; step == 4 && ix + 4 <= s->w; ix += 4) {
                 dw_v4 r[4];
                 for (int i = 0; i < 4; i++) __builtin_memcpy(&r[i], src + i * hw + ix, sizeof r[i]);
                 transpose4(r);
                 for (int j = 0; j < 4; j++) __builtin_memcpy(dst + (ix + j) * DW_LANES, &r[j], sizeof r[j]);
             }
             for (; ix < s->w; ix++)
-                for (int i = 0; i < 4; i++) dst[ix * DW_LANES + i] = src[i * hw + ix];
+                for (int64_t i = 0; i < step; i++) dst[ix * DW_LANES + i] = src[i * hw + ix];
         }
-    for (; l < lanes; l++)
-        for (int64_t iy = 0; iy < s->h; iy++) {
-            const float *src = x + l * hw + iy * s->w;
-            float *dst = in + ((iy + s->pt) * cols + s->pl) * DW_LANES + l;
-            for (int64_t ix = 0; ix < s->w; ix++) dst[ix * DW_LANES] = src[ix];
-        }
+    }
 }
 
-/* The first `lanes` lanes of the interleaved outputs `out` (ohw positions) into their planes at y, 4 lanes by 4
-   positions a step. */
+/* The first `lanes` lanes of the interleaved outputs `out` (ohw positions) into their planes at y: 4 lanes by 4
+   positions a step, the lanes past the last 4 one by one. */
 static void deinterleave_planes(const float *out, int64_t lanes, int64_t ohw, float *y) {
-    int64_t l = 0;
-    for (; l + 4 <= lanes; l += 4) {
+    for (int64_t l = 0, step; l < lanes; l += step) {
+        step = lanes - l >= 4 ? 4 : 1;
         int64_t p = 0;
-        for (; p + 4 <= ohw; p += 4) {
+        for (; step == 4 && p + 4 <= ohw; p += 4) {
             dw_v4 r[4];
             for (int j = 0; j < 4; j++) __builtin_memcpy(&r[j], out + (p + j) * DW_LANES + l, sizeof r[j]);
             transpose4(r);
             for (int i = 0; i < 4; i++) __builtin_memcpy(y + (l + i) * ohw + p, &r[i], sizeof r[i]);
         }
         for (; p < ohw; p++)
-            for (int i = 0; i < 4; i++) y[(l + i) * ohw + p] = out[p * DW_LANES + l + i];
+            for (int64_t i = 0; i < step; i++) y[(l + i) * ohw + p] = out[p * DW_LANES + l + i];
     }
-    for (; l < lanes; l++)
-        for (int64_t p = 0; p < ohw; p++) y[l * ohw + p] = out[p * DW_LANES + l];
 }
 
 /* Every output position of a block of channels into out (a vector of lanes each), from the interleaved padded

@@ -94,8 +94,8 @@ def rewrite_swish(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelPro
             continue
         for x_name, gate_name in (mul.input[0], mul.input[1]), (mul.input[1], mul.input[0]):
             gate = producer.get(gate_name)
-            if gate is None or gate.op_type != "Sigmoid" or gate.input[0] != x_name or id(gate) in dropped or \
-                    uses.get(gate_name) != 1 or gate_name in outputs:
+            if gate is None or gate.op_type != "Sigmoid" or gate.input[0] != x_name or uses.get(gate_name) != 1 or \
+                    gate_name in outputs:
                 continue
             replaced[id(mul)] = onnx.helper.make_node("Swish", [x_name], [mul.output[0]], name=mul.name)
             dropped.add(id(gate))
@@ -172,7 +172,7 @@ def rewrite_gelu(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProt
             ok = half is not None and half.op_type == "Mul" and sole_reader(half, "Mul") is first and \
                 _is(_scalar(_other_input(half, x_name) or "", constants), 0.5)
             chain[-1] = half
-        if not ok or uses.get(scaled.output[0]) != 1 or scaled.output[0] in outputs or erf.output[0] in outputs:
+        if not ok or uses.get(scaled.output[0]) != 1 or scaled.output[0] in outputs:
             continue
         replaced[id(root)] = onnx.helper.make_node("Gelu", [x_name], [root.output[0]], name=root.name)
         dropped |= {id(n) for n in chain if n is not root}

@@ -1,24 +1,34 @@
 """The module's native libraries: the C core and the JNI bridge built freestanding (no NDK, no libc) with clang's
 Android targets for each ABI, then checked as Android loads them: ELF machine, no undefined symbols, only JNI entry
-points exported, no `DT_NEEDED`, no text relocations, 16 KB page alignment."""
+points exported, no `DT_NEEDED`, no text relocations, 16 KB page alignment. Each source is compiled on its own into
+an object kept in edgepack's cache under the hash of its text, the headers it includes, the flags and the compiler, so
+that the kernels a model shares with an earlier build (on any model) are not compiled again."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+import re
 import shutil
 import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.native.build import cache_root
 
 CLANG = "clang"
 MIN_SDK = 24
 PAGE_ALIGN = 16384
 """Android 15 requires 16 KB aligned LOAD segments of apps targeting it (and of every device with 16 KB pages)."""
-FLAGS = ["-std=c11", "-O3", "-ffp-contract=fast", "-fPIC", "-shared", "-nostdlib", "-nostdlibinc",
-         "-fvisibility=hidden", "-ffunction-sections", "-fdata-sections", "-fuse-ld=lld", "-Wl,--no-undefined",
-         f"-Wl,-z,max-page-size={PAGE_ALIGN}", "-Wl,--gc-sections", "-Wl,--build-id=none", "-Wl,--strip-all",
-         "-Wl,-z,noexecstack"]
+COMPILE_FLAGS = ["-std=c11", "-O3", "-ffp-contract=fast", "-fPIC", "-nostdlibinc", "-fvisibility=hidden",
+                 "-ffunction-sections", "-fdata-sections"]
+LINK_FLAGS = ["-shared", "-nostdlib", "-fuse-ld=lld", "-Wl,--no-undefined", f"-Wl,-z,max-page-size={PAGE_ALIGN}",
+              "-Wl,--gc-sections", "-Wl,--build-id=none", "-Wl,--strip-all", "-Wl,-z,noexecstack"]
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 EXPORTED_PREFIXES = ("Java_",)
 
 
@@ -53,17 +63,61 @@ def build(abi: Abi, sources: list[Path], include_dirs: list[Path], output: Path)
         raise EdgepackError(f"the android target needs {reason}", where="android target",
                             fix="install them, or build another profile")
     output.parent.mkdir(parents=True, exist_ok=True)
-    command = [CLANG, f"--target={abi.triple}", *abi.flags, *FLAGS, f"-Wl,-soname,{output.name}",
-               *(f"-I{folder}" for folder in include_dirs), "-o", str(output), *map(str, sources)]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise EdgepackError(f"building the {abi.name} library failed: {proc.stderr.strip()[:2000]}",
-                            where=" ".join(command[:3]), fix="check clang and lld (apt-get install clang lld)")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        objects = list(pool.map(lambda source: _object(abi, source, include_dirs), sources))
+    _run([CLANG, f"--target={abi.triple}", *abi.flags, *LINK_FLAGS, f"-Wl,-soname,{output.name}", "-o", str(output),
+          *map(str, objects)], abi)
     problems = check(output, abi)
     if problems:
         raise EdgepackError(f"the {abi.name} library {output.name} would not load on Android: {'; '.join(problems)}",
                             where=str(output), fix="report this to edgepack")
     return output
+
+
+def _object(abi: Abi, source: Path, include_dirs: list[Path]) -> Path:
+    """`source` compiled for `abi`: from the cache, or compiled into it (written whole, then renamed into place)."""
+    flags = [f"--target={abi.triple}", *abi.flags, *COMPILE_FLAGS]
+    digest = hashlib.sha256("\0".join([_compiler_version(), *flags]).encode())
+    for path in [source, *sorted(_included(source, include_dirs))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    target = cache_root() / "android" / f"{source.stem}-{abi.name}-{digest.hexdigest()[:16]}.o"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        temporary = Path(tmp) / target.name
+        _run([CLANG, *flags, *(f"-I{folder}" for folder in include_dirs), "-c", "-o", str(temporary), str(source)],
+             abi)
+        os.replace(temporary, target)
+    return target
+
+
+def _included(source: Path, include_dirs: list[Path]) -> set[Path]:
+    """The local headers `source` includes, transitively, found as the compiler finds them (its folder, then
+    `include_dirs`)."""
+    found: set[Path] = set()
+    pending = [source]
+    while pending:
+        path = pending.pop()
+        for name in LOCAL_INCLUDE.findall(path.read_text()):
+            header = next((folder / name for folder in [path.parent, *include_dirs] if (folder / name).is_file()),
+                          None)
+            if header is not None and header.resolve() not in found:
+                found.add(header.resolve())
+                pending.append(header)
+    return found
+
+
+@functools.cache
+def _compiler_version() -> str:
+    return subprocess.run([CLANG, "--version"], capture_output=True, text=True).stdout
+
+
+def _run(command: list[str], abi: Abi) -> None:
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EdgepackError(f"building the {abi.name} library failed: {proc.stderr.strip()[:2000]}",
+                            where=" ".join(command[:3]), fix="check clang and lld (apt-get install clang lld)")
 
 
 def check(library: Path, abi: Abi) -> list[str]:

@@ -138,12 +138,13 @@ ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 
 
 
 def _fusing_producer(lw: Lowering, source: Value) -> epk.Op | None:
-    """The Conv, Gemm, PackedMatMul or Int8MatMul just emitted, when `source` is its output and read only once."""
-    if not isinstance(source, Runtime) or not lw.ops:
+    """The Conv, Gemm, PackedMatMul or Int8MatMul that wrote `source`, when `source` is its only output, read only
+    once (by the node being lowered, so no op between them reads it) and no graph output."""
+    if not isinstance(source, Runtime):
         return None
-    producer = lw.ops[-1]
+    producer = next((op for op in reversed(lw.ops) if source.index in op.outputs), None)
     name = lw.tensors[source.index].name
-    if producer.kind not in ACTIVATION_PARAM or producer.outputs != [source.index]:
+    if producer is None or producer.kind not in ACTIVATION_PARAM or producer.outputs != [source.index]:
         return None
     if lw.uses.get(name, 0) != 1 or name in lw.graph_outputs:
         return None
@@ -151,8 +152,8 @@ def _fusing_producer(lw: Lowering, source: Value) -> epk.Op | None:
 
 
 def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float, b: float) -> bool:
-    """Folds the activation into the Conv, Gemm, PackedMatMul or Int8MatMul just emitted when it is that op's only
-    reader."""
+    """Folds the activation into the Conv, Gemm, PackedMatMul or Int8MatMul that wrote `source` when it is that op's
+    only reader."""
     producer = _fusing_producer(lw, source)
     if producer is None:
         return False
@@ -169,8 +170,8 @@ BIAS_INPUT = {"PackedMatMul": 2, "Int8MatMul": 6}
 
 
 def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:
-    """x + bias, bias a float32 constant row of x's N columns, where x is the output of the PackedMatMul or Int8MatMul
-    just emitted, without a bias or activation yet (a Linear layer exported as MatMul and Add): the bias goes into
+    """x + bias, bias a float32 constant row of x's N columns, where x is the output of a PackedMatMul or Int8MatMul
+    without a bias or activation yet (a Linear layer exported as MatMul and Add): the bias goes into
     the product's epilogue; None where it does not apply."""
     source, value = (a, b) if isinstance(a, Runtime) else (b, a)
     producer = _fusing_producer(lw, source)
@@ -190,7 +191,7 @@ def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtim
 
 
 def _fuse_affine(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:
-    """x * c or x + c, c a float32 constant of one element, where x is a HardSwish fused into the op just emitted
+    """x * c or x + c, c a float32 constant of one element, where x is a HardSwish fused into the op that wrote x
     (PP-LCNetV3's learnable affine block): folded into that op's activation, HardSwishAffine (scale * HardSwish(x) +
     shift); None where it does not apply."""
     source, value = (a, b) if isinstance(a, Runtime) else (b, a)

@@ -157,3 +157,34 @@ def test_a_bias_added_after_a_packed_product_goes_into_it(provider: str, case: s
                          ids=["a bias per row", "a bias of higher rank than x"])
 def test_other_sums_after_a_product_stay_binary(bias: np.ndarray) -> None:
     assert [op.kind for op in lower_to_plan(linear(bias), {"x": (2, 9, 20)}).ops] == ["PackedMatMul", "Binary"]
+
+
+def projections(read_twice: bool = False) -> onnx.ModelProto:
+    """Attention's Q, K and V projections as exported: three MatMuls of x, then the three bias Adds (so no Add
+    follows its own MatMul); with `read_twice`, K's product is also a graph output."""
+    rng = np.random.default_rng(7)
+    names = ("q", "k", "v")
+    initializers = {f"w{n}": rng.standard_normal((20, 24)).astype(np.float32) for n in names}
+    initializers.update({f"b{n}": rng.standard_normal(24).astype(np.float32) for n in names})
+    nodes = [helper.make_node("MatMul", ["x", f"w{n}"], [f"p{n}"]) for n in names]
+    nodes += [helper.make_node("Add", [f"b{n}", f"p{n}"], [n]) for n in names]
+    outputs = [*names, *(["pk"] if read_twice else [])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 9, 20])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+                              [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_biases_added_after_later_products_still_go_into_their_own() -> None:
+    model = projections()
+    plan = lower_to_plan(model, {"x": (1, 9, 20)})
+    assert [op.kind for op in plan.ops] == ["PackedMatMul"] * 3
+    x = np.random.default_rng(5).standard_normal((1, 9, 20)).astype(np.float32)
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})
+    for name, expected in run_onnxruntime(model, {"x": x}).items():
+        np.testing.assert_allclose(actual[name], expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_a_product_read_by_more_than_its_bias_add_keeps_the_add() -> None:
+    kinds = [op.kind for op in lower_to_plan(projections(read_twice=True), {"x": (1, 9, 20)}).ops]
+    assert kinds.count("PackedMatMul") == 3 and kinds.count("Binary") == 1

@@ -17,25 +17,36 @@ static ep_status check_softmax(const ep_node *n, size_t *scratch, char *error) {
     return float_same_shape(n, error);
 }
 
-/* Softmax over one contiguous row: its exps 8 lanes at a time (x - peak is at most 0: clamped below only), summed
-   per lane, then scaled by the inverse of the sum. */
+/* Softmax over one contiguous row in the build's widest lanes: the peak, then the exps (x - peak is at most 0:
+   clamped below only) summed per lane, then scaled by the inverse of the sum. A NaN is never the peak, as in the
+   scalar loop, and its exp stays NaN. */
 static void softmax_row(const float *src, float *dst, int64_t length) {
-    float peak = -3.4028235e38f;
-    for (int64_t k = 0; k < length; k++) peak = src[k] > peak ? src[k] : peak;
+    float peak = -3.4028235e38f, sum = 0.0f;
     int64_t k = 0;
-    float sum = 0.0f;
 #ifdef EP_VECTOR_MATH
-    ep_vf lanes = {0};
-    for (; k + EP_VF_LANES <= length; k += EP_VF_LANES) {
-        ep_vf v;
+    ep_vw peaks = (ep_vw){0} - 3.4028235e38f;
+    for (; k + EP_VW_LANES <= length; k += EP_VW_LANES) {
+        ep_vw v;
+        __builtin_memcpy(&v, src + k, sizeof v);
+        ep_vwi above = v > peaks;
+        peaks = (ep_vw)(((ep_vwi)v & above) | ((ep_vwi)peaks & ~above));
+    }
+    for (int l = 0; l < EP_VW_LANES; l++) peak = peaks[l] > peak ? peaks[l] : peak;
+#endif
+    for (; k < length; k++) peak = src[k] > peak ? src[k] : peak;
+    k = 0;
+#ifdef EP_VECTOR_MATH
+    ep_vw lanes = {0};
+    for (; k + EP_VW_LANES <= length; k += EP_VW_LANES) {
+        ep_vw v;
         __builtin_memcpy(&v, src + k, sizeof v);
         v -= peak;
-        ep_clamp_exp_range(&v);
-        ep_exp_lanes(&v);
+        ep_clamp_exp_range_wide(&v);
+        ep_exp_wide(&v);
         __builtin_memcpy(dst + k, &v, sizeof v);
         lanes += v;
     }
-    for (int l = 0; l < EP_VF_LANES; l++) sum += lanes[l];
+    for (int l = 0; l < EP_VW_LANES; l++) sum += lanes[l];
 #endif
     for (; k < length; k++) {
         dst[k] = ep_expf(src[k] - peak);

@@ -47,6 +47,7 @@ EP_DEFINE_EXP(ep_vw, ep_vwi, ep_clamp_exp_range_wide, ep_exp_wide)
 #else
 #define EP_VW_LANES EP_VF_LANES
 typedef ep_vf ep_vw;
+typedef ep_vi ep_vwi;
 #define ep_clamp_exp_range_wide ep_clamp_exp_range
 #define ep_exp_wide ep_exp_lanes
 #endif

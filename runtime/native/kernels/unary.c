@@ -122,15 +122,15 @@ static void run_real_unary(const ep_node *n, int32_t kind, int64_t count) {
     }
 }
 
-/* erf, or GELU (0.5 x (1 + erf(x / sqrt 2))), 8 lanes at a time; the rest one by one. */
+/* erf, or GELU (0.5 x (1 + erf(x / sqrt 2))), EP_VW_LANES at a time; the rest one by one. */
 static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     int64_t i = 0;
 #ifdef EP_VECTOR_MATH
-    for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
-        ep_vf v, e;
+    for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
+        ep_vw v, e;
         __builtin_memcpy(&v, x + i, sizeof v);
         e = gelu ? v * 0.70710678118654752f : v;
-        ep_erf_lanes(&e);
+        ep_erf_wide(&e);
         if (gelu) e = 0.5f * v * (1.0f + e);
         __builtin_memcpy(y + i, &e, sizeof e);
     }

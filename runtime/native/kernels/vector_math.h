@@ -1,6 +1,6 @@
 /* exp on 8 float lanes with the compilers' vector extensions (an AVX2 or half an AVX-512 register, two NEON or
-   SIMD128 registers), and on the build's widest vector (a whole AVX-512 register) for the logistic function, for the
-   elementwise kernels. Vectors go through pointers: passed by value they would tie the code to one vector ABI. */
+   SIMD128 registers), and on the build's widest vector (a whole AVX-512 register) for the logistic function, erf and
+   the longest row loops, for the elementwise kernels. Vectors go through pointers: passed by value they would tie the code to one vector ABI. */
 #ifndef EP_VECTOR_MATH_H
 #define EP_VECTOR_MATH_H
 
@@ -76,18 +76,19 @@ static inline void ep_tanh_lanes(ep_vf *x) {
     *x = (ep_vf)(((ep_vi)near & small) | ((ep_vi)far & ~small));
 }
 
-/* erf of each lane in place, as ep_erff computes it (both of its forms, then the one for each lane's magnitude). */
-static inline void ep_erf_lanes(ep_vf *x) {
-    ep_vi sign = (ep_vi)*x & INT32_MIN;
-    ep_vf ax = (ep_vf)((ep_vi)*x & INT32_MAX);
-    ep_vi small = ax < 1.0f;
-    ep_vf near = *x * EP_ERF_TAYLOR(*x * *x);
-    ep_vi beyond = ax > 4.0f;
-    ax = (ep_vf)(((ep_vi)ax & ~beyond) | ((ep_vi)((ep_vf){0} + 4.0f) & beyond));
-    ep_vf t = 1.0f / (1.0f + EP_ERFC_P * ax), e = -ax * ax;
-    ep_exp_lanes(&e);
-    ep_vf far = (ep_vf)((ep_vi)(1.0f - EP_ERFC_POLY(t) * e) | sign);
-    *x = (ep_vf)(((ep_vi)near & small) | ((ep_vi)far & ~small));
+/* erf of each lane in place, on the build's widest vector, as ep_erff computes it (both of its forms, then the one
+   for each lane's magnitude). */
+static inline void ep_erf_wide(ep_vw *x) {
+    ep_vwi sign = (ep_vwi)*x & INT32_MIN;
+    ep_vw ax = (ep_vw)((ep_vwi)*x & INT32_MAX);
+    ep_vwi small = ax < 1.0f;
+    ep_vw near = *x * EP_ERF_TAYLOR(*x * *x);
+    ep_vwi beyond = ax > 4.0f;
+    ax = (ep_vw)(((ep_vwi)ax & ~beyond) | ((ep_vwi)((ep_vw){0} + 4.0f) & beyond));
+    ep_vw t = 1.0f / (1.0f + EP_ERFC_P * ax), e = -ax * ax;
+    ep_exp_wide(&e);
+    ep_vw far = (ep_vw)((ep_vwi)(1.0f - EP_ERFC_POLY(t) * e) | sign);
+    *x = (ep_vw)(((ep_vwi)near & small) | ((ep_vwi)far & ~small));
 }
 #endif
 

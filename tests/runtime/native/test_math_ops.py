@@ -82,7 +82,7 @@ def test_float_kinds_agree_with_onnxruntime_over_their_domain(op: str) -> None:
 
 ACTIVATIONS = {"Sigmoid": {}, "HardSwish": {}, "HardSigmoid": {"alpha": 0.25, "beta": 0.4},
                "LeakyRelu": {"alpha": 0.1}, "Gelu": {}}
-"""Activations whose vector loops take 8 lanes at a time (Sigmoid's exp clamped into its range) and the rest one
+"""Activations whose vector loops take 8 or 16 lanes at a time (Sigmoid's exp clamped into its range) and the rest one
 by one: an odd count, far tails and the special values."""
 
 

@@ -86,11 +86,11 @@ PADDED_CONV_FLOATS = 4 << 20
 
 def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: Sequence[int], kernel: Sequence[int],
                         strides: Sequence[int], begin: Sequence[int], dilations: Sequence[int]) -> int:
-    """conv.c's scratch for a stride-1 conv (not 1x1) run on its input zero-padded, or a stride-2 one without
-    dilation on the four phases of that input (padded_conv_of), with the widest panel; 0 where the conv runs
+    """conv.c's scratch for a stride-1 conv (not 1x1 nor 1-D) run on its input zero-padded, or a stride-2 one
+    without dilation on the four phases of that input (padded_conv_of), with the widest panel; 0 where the conv runs
     otherwise. `channels` and `outputs` are per group."""
     stride = strides[0]
-    if strides[1] != stride or kernel[0] * kernel[1] == 1 or stride not in (1, 2) or \
+    if strides[1] != stride or kernel[0] * kernel[1] == 1 or stride not in (1, 2) or 1 in out[:2] or \
             (stride == 2 and list(dilations) != [1, 1]):
         return 0
     rows = _padded_extent(out[0], stride, kernel[0], dilations[0], begin[0], size[0])

@@ -61,6 +61,30 @@ def test_conv_paths(case: tuple[int, ...]) -> None:
     check(model, rng.standard_normal((1, cin, size, size + 3)).astype(np.float32))
 
 
+ONE_DIMENSIONAL_CONVS = [  # (channels in, out, kernel, stride, pad, dilation, length, along H)
+    (20, 40, 3, 1, 1, 1, 75, False), (20, 40, 3, 2, 1, 1, 75, False), (12, 24, 5, 1, 0, 2, 600, False),
+    (24, 48, 5, 1, 0, 1, 90, True), (16, 8, 3, 2, 1, 1, 41, True),
+]
+"""1-D convs, whose im2col panels are packed rather than read in place: as Conv1d exports them (rank 3) and laid
+along H (one column, as magika's), stride 1 and 2, padded and not, dilated, over partial panels and over more than
+one block of columns."""
+
+
+@pytest.mark.parametrize("case", ONE_DIMENSIONAL_CONVS)
+def test_one_dimensional_conv_against_onnxruntime(case: tuple[int | bool, ...]) -> None:
+    cin, cout, kernel, stride, pad, dilation, length, along_h = case
+    rng = np.random.default_rng(sum(case))
+    spatial, kernel_shape = ([length, 1], [kernel, 1]) if along_h else ([length], [kernel])
+    weights = rng.standard_normal((cout, cin, *kernel_shape)).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    ones = [1] * (len(spatial) - 1)
+    model = single_node("Conv", [1, cin, *spatial], {"w": weights, "b": bias}, ["w", "b"], strides=[stride, *ones],
+                        pads=[pad, *[0] * len(ones)] * 2, dilations=[dilation, *ones])
+    x = rng.standard_normal((1, cin, *spatial)).astype(np.float32)
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    assert relative_error(run_onnxruntime(model, {"x": x})["y"], actual) <= TOLERANCE
+
+
 DEPTHWISE_BANDS = [  # (channels, kernel h, kernel w, stride h, stride w, pad, dilation, height, width)
     (3, 3, 3, 1, 1, 1, 1, 150, 150), (3, 3, 3, 2, 2, 1, 1, 161, 157), (5, 5, 5, 1, 1, 2, 1, 23, 90),
     (3, 5, 5, 2, 1, 2, 1, 12, 80), (4, 3, 5, 1, 1, 1, 1, 11, 70), (4, 3, 3, 3, 3, 1, 1, 20, 50),

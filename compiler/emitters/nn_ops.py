@@ -143,7 +143,7 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     k = shape_of(x)[1] // group * int(np.prod(kernel))
     n = int(np.prod(out.shape[2:]))
     depthwise = shape_of(x)[1] == group and out.shape[1] == group
-    narrow = n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
+    narrow = 3 * n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
     spatial = [1, 1, *shape_of(x)[2:]][-2:], [1, 1, *out.shape[2:]][-2:]
     if depthwise:
         scratch = depthwise_scratch(*spatial, _kernel2d(kernel), strides, begin, dilations)

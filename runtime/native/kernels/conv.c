@@ -78,9 +78,11 @@ static int is_pointwise(const conv_shape *s) {
     return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0;
 }
 
-/* Few output positions and many output channels: dot products of each weight row with each position's taps
-   (`ep_gemm_dot`), nothing packed. */
-static int is_narrow(const conv_shape *s) { return s->oh * s->ow < EP_GEMM_NR && s->mg >= 2 * EP_GEMM_NR; }
+/* Few output positions (under a third of a panel's columns) and many output channels: dot products of each weight
+   row with each position's taps (`ep_gemm_dot`), nothing packed. From a third of a panel up, the product on packed
+   panels is faster though most of their columns are padding: 0.75 to 0.84 of the time at 12 to 20 positions with
+   AVX-512's 32-column panels, where the dot products stay faster at 9 positions and below (0.92 at 9, 0.2 at 3). */
+static int is_narrow(const conv_shape *s) { return 3 * s->oh * s->ow < EP_GEMM_NR && s->mg >= 2 * EP_GEMM_NR; }
 
 /* One output row or one output column: a 1-D conv (Conv1d's export, or one laid along H). Its panels are packed
    from im2col rather than read in place, padded or not: 0.82 to 0.89 of the time on 1-D convs of 80 to 384 input
@@ -148,15 +150,19 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
 /* The whole im2col matrix, transposed (OH*OW x K: each output position's taps contiguous): the narrow case's
    right operand. */
 static void im2col_transposed(float *col, const float *x, const conv_shape *s) {
-    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, kk = 0;
+    int64_t k = s->cg * s->kh * s->kw, kk = 0;
     for (int64_t c = 0; c < s->cg; c++)
         for (int64_t ky = 0; ky < s->kh; ky++)
             for (int64_t kx = 0; kx < s->kw; kx++, kk++)
-                for (int64_t j = 0; j < ohw; j++) {
-                    int64_t iy = (j / s->ow) * s->sh - s->pt + ky * s->dh;
-                    int64_t ix = (j % s->ow) * s->sw - s->pl + kx * s->dw;
-                    int inside = iy >= 0 && iy < s->h && ix >= 0 && ix < s->w;
-                    col[j * k + kk] = inside ? x[(c * s->h + iy) * s->w + ix] : 0.0f;
+                for (int64_t oy = 0; oy < s->oh; oy++) {
+                    int64_t iy = oy * s->sh - s->pt + ky * s->dh;
+                    int row_inside = iy >= 0 && iy < s->h;
+                    const float *row = x + (c * s->h + (row_inside ? iy : 0)) * s->w;
+                    float *out = col + oy * s->ow * k + kk;
+                    for (int64_t ox = 0; ox < s->ow; ox++) {
+                        int64_t ix = ox * s->sw - s->pl + kx * s->dw;
+                        out[ox * k] = row_inside && ix >= 0 && ix < s->w ? row[ix] : 0.0f;
+                    }
                 }
 }
 

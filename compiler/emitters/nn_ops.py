@@ -104,6 +104,9 @@ def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: S
     return 4 * (padded_input + outputs * grid + channels * kernel[0] * kernel[1])
 
 
+NARROW_POSITIONS = 10
+"""conv.c's NARROW_POSITIONS: convs with more output positions never run as dot products."""
+
 WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_MIN_TILES = 128
 WINOGRAD_MAX_WEIGHT_FLOATS = 1 << 20
@@ -143,7 +146,7 @@ def emit_conv(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[Any
     k = shape_of(x)[1] // group * int(np.prod(kernel))
     n = int(np.prod(out.shape[2:]))
     depthwise = shape_of(x)[1] == group and out.shape[1] == group
-    narrow = 3 * n < PANEL_COLUMNS and out.shape[1] // group >= 2 * PANEL_COLUMNS
+    narrow = n < PANEL_COLUMNS and n <= NARROW_POSITIONS and out.shape[1] // group >= 2 * PANEL_COLUMNS
     spatial = [1, 1, *shape_of(x)[2:]][-2:], [1, 1, *out.shape[2:]][-2:]
     if depthwise:
         scratch = depthwise_scratch(*spatial, _kernel2d(kernel), strides, begin, dilations)

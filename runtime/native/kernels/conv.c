@@ -78,11 +78,16 @@ static int is_pointwise(const conv_shape *s) {
     return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0;
 }
 
-/* Few output positions (under a third of a panel's columns) and many output channels: dot products of each weight
-   row with each position's taps (`ep_gemm_dot`), nothing packed. From a third of a panel up, the product on packed
-   panels is faster though most of their columns are padding: 0.75 to 0.84 of the time at 12 to 20 positions with
-   AVX-512's 32-column panels, where the dot products stay faster at 9 positions and below (0.92 at 9, 0.2 at 3). */
-static int is_narrow(const conv_shape *s) { return 3 * s->oh * s->ow < EP_GEMM_NR && s->mg >= 2 * EP_GEMM_NR; }
+/* Few output positions (under a panel's columns, and at most NARROW_POSITIONS) and many output channels: dot
+   products of each weight row with each position's taps (`ep_gemm_dot`), nothing packed. With AVX-512's 32-column
+   panels the product on packed panels is faster from 12 positions up though most of their columns are padding
+   (0.75 to 0.84 of the time at 12 to 20), the dot products up to 9 (0.92 of it at 9, 0.2 at 3); with wasm's
+   8-column panels the dot products stay faster at 3 and 4 (silero-vad: 0.37x onnxruntime-web, 0.49 packed). */
+#define NARROW_POSITIONS 10
+static int is_narrow(const conv_shape *s) {
+    int64_t positions = s->oh * s->ow;
+    return positions < EP_GEMM_NR && positions <= NARROW_POSITIONS && s->mg >= 2 * EP_GEMM_NR;
+}
 
 /* One output row or one output column: a 1-D conv (Conv1d's export, or one laid along H). Its panels are packed
    from im2col rather than read in place, padded or not: 0.82 to 0.89 of the time on 1-D convs of 80 to 384 input

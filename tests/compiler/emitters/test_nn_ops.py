@@ -4,6 +4,7 @@ with it), and the results of the cpu, wasm and neon (qemu) cores against onnxrun
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +12,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgepack.compiler.emitters.nn_ops import PREPACKED_COLUMNS, packed_panels
+from edgepack.compiler.emitters.nn_ops import NARROW_POSITIONS, PREPACKED_COLUMNS, packed_panels
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.build import NATIVE
 from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
@@ -244,3 +246,9 @@ def test_loader_refuses_panel_scales_per_axis() -> None:
     with pytest.raises(NativeError) as caught:
         NativeSession(epk.write(plan))
     assert "scales blocked along K" in str(caught.value)
+
+
+def test_the_narrow_conv_bound_is_conv_c_s() -> None:
+    """The plan sizes a conv's scratch for dot products where conv.c runs them: both read one bound."""
+    source = (NATIVE / "kernels" / "conv.c").read_text()
+    assert re.search(r"^#define NARROW_POSITIONS (\d+)$", source, re.MULTILINE).group(1) == str(NARROW_POSITIONS)

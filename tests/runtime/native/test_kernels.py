@@ -46,8 +46,8 @@ output columns run a block of channels at a time with one channel per lane (3x3 
 and, unpadded, to 5; 5x5 with stride 2 down to 9; 5x5 over 12 columns and 3x3 over 7; 20 and 12 channels leave a
 partial block of 16 lanes); the others (3x3 planes of 22, 73 and 40 columns, 5x5 over 20, a dilated 3x3 over 18,
 5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the largest in two
-bands. The narrow two (output positions under a third of a panel's columns, two panels' worth of output channels
-per group or more) have odd K, rows and positions that leave partial blocks."""
+bands. The narrow two (at most 10 output positions and under a panel's columns, two panels' worth of output
+channels per group or more) have odd K, rows and positions that leave partial blocks."""
 
 
 @pytest.mark.parametrize("case", CONVS)

@@ -103,13 +103,25 @@ static ep_status run_where(const ep_node *n, const ep_context *c) {
     uint8_t *out = (uint8_t *)n->out[0]->data;
     ep_row row;
     int64_t counter[EP_MAX_RANK];
+/* One row of Where in a loop of the elements' width T (a memcpy call per element of a width known only at run time
+   took 41 us on each of MiniLM-L6's (1, 12, 32, 32) masks). */
+#define EP_WHERE_ROW(T)                                                                                             \
+    for (int64_t i = 0; i < row.length; i++) {                                                                      \
+        const uint8_t *src = cond[row.in[0] + i * row.step[0]] ? xs + (size_t)(row.in[1] + i * row.step[1]) * size \
+                                                               : ys + (size_t)(row.in[2] + i * row.step[2]) * size; \
+        T v;                                                                                                        \
+        ep_memcpy(&v, src, sizeof v);                                                                               \
+        ep_memcpy(out + (size_t)(row.out + i) * size, &v, sizeof v);                                                \
+    }
     for (int more = ep_row_first(&b, &row, counter); more; more = ep_row_next(&b, &row, counter)) {
-        for (int64_t i = 0; i < row.length; i++) {
-            const uint8_t *src = cond[row.in[0] + i * row.step[0]] ? xs + (size_t)(row.in[1] + i * row.step[1]) * size
-                                                                   : ys + (size_t)(row.in[2] + i * row.step[2]) * size;
-            ep_memcpy(out + (size_t)(row.out + i) * size, src, size);
+        switch (size) {
+        case 2: EP_WHERE_ROW(uint16_t) break;
+        case 4: EP_WHERE_ROW(uint32_t) break;
+        case 8: EP_WHERE_ROW(uint64_t) break;
+        default: EP_WHERE_ROW(uint8_t) /* 1 byte: check_where refuses the sub-byte dtypes */
         }
     }
+#undef EP_WHERE_ROW
     return EP_OK;
 }
 

@@ -171,8 +171,8 @@ BIAS_INPUT = {"PackedMatMul": 2, "Int8MatMul": 6}
 
 def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:
     """x + bias, bias a float32 constant row of x's N columns, where x is the output of a PackedMatMul or Int8MatMul
-    without a bias or activation yet (a Linear layer exported as MatMul and Add): the bias goes into
-    the product's epilogue; None where it does not apply."""
+    without a bias or activation yet (a Linear layer exported as MatMul and Add): the bias goes into the product's
+    epilogue; None where it does not apply."""
     source, value = (a, b) if isinstance(a, Runtime) else (b, a)
     producer = _fusing_producer(lw, source)
     if producer is None or producer.kind not in BIAS_INPUT or isinstance(value, Runtime):

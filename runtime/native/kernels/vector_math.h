@@ -1,6 +1,7 @@
 /* exp on 8 float lanes with the compilers' vector extensions (an AVX2 or half an AVX-512 register, two NEON or
    SIMD128 registers), and on the build's widest vector (a whole AVX-512 register) for the logistic function, erf and
-   the longest row loops, for the elementwise kernels. Vectors go through pointers: passed by value they would tie the code to one vector ABI. */
+   the longest row loops, for the elementwise kernels. Vectors go through pointers: passed by value they would tie
+   the code to one vector ABI. */
 #ifndef EP_VECTOR_MATH_H
 #define EP_VECTOR_MATH_H
 

@@ -15,7 +15,8 @@ static ep_status check_expand_weight(const ep_node *n, size_t *scratch, char *er
     if (w->dtype == EP_F32) return ep_fail(error, n, ": the weight is float32 already");
     status = ep_check_quantized_weight(n, w, scale, n->params[0], n->params[1], error);
     if (status != EP_OK) return status;
-    if (y->dtype != EP_F32 || !ep_same_shape(y, w)) return ep_fail(error, n, ": the output is not float32 of W's shape");
+    if (y->dtype != EP_F32 || !ep_same_shape(y, w))
+        return ep_fail(error, n, ": the output is not float32 of W's shape");
     *scratch = 0;
     return EP_OK;
 }

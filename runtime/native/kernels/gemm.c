@@ -339,7 +339,8 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
             dot_block(k, arow, brow, out);
             for (int64_t r = 0; r < rows; r++) {
                 float bias = e->row_bias ? e->row_bias[i + r] : 0.0f;
-                for (int64_t j = 0; j < cols; j++) store_dot(out[r][j], bias, c + (i + r) * c_row + (j0 + j) * c_col, e);
+                for (int64_t j = 0; j < cols; j++)
+                    store_dot(out[r][j], bias, c + (i + r) * c_row + (j0 + j) * c_col, e);
             }
         }
     }

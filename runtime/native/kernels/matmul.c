@@ -82,7 +82,8 @@ static void product(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_r
         int32_t *offsets = (int32_t *)(void *)ctx->scratch;
         for (int64_t kk = 0; kk < k; kk++) offsets[kk] = (int32_t)(kk * b_row);
         int64_t full = n / EP_GEMM_NR * EP_GEMM_NR;
-        for (int64_t p = 0; p < full; p += EP_GEMM_NR) ep_gemm_direct(m, k, a, a_row, a_col, b + p, offsets, c + p, n, e);
+        for (int64_t p = 0; p < full; p += EP_GEMM_NR)
+            ep_gemm_direct(m, k, a, a_row, a_col, b + p, offsets, c + p, n, e);
         if (full < n) {
             ep_pack_strided(ctx->scratch, b, k, full, n - full, b_row, 1);
             ep_gemm_packed(m, k, n - full, a, a_row, a_col, ctx->scratch, c + full, n, e);

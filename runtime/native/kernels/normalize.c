@@ -137,7 +137,8 @@ static ep_status check_layer_norm(const ep_node *n, size_t *scratch, char *error
     int64_t inner = 1;
     for (int32_t d = n->params[0]; d < x->rank; d++) inner *= x->dims[d];
     const ep_tensor *bias = n->n_in > 2 ? n->in[2] : 0;
-    if (n->in[1]->dtype != EP_F32 || n->in[1]->count != inner || (bias && (bias->dtype != EP_F32 || bias->count != inner)))
+    if (n->in[1]->dtype != EP_F32 || n->in[1]->count != inner ||
+        (bias && (bias->dtype != EP_F32 || bias->count != inner)))
         return ep_fail(error, n, ": scale and bias must cover the normalized axes");
     return EP_OK;
 }

@@ -87,23 +87,33 @@ def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: 
     compiled = [path.relative_to(NATIVE).as_posix() for path in files] + [REGISTRY]
     per_file = None if file_flags is None else [f"{path}: {' '.join(file_flags(path))}" for path in compiled]
     target = cache_root() / f"{name}-{_key(files, all_flags, cc, kernels, per_file)}"
+
+    def make(temporary: Path) -> None:
+        source_root = temporary.parent / "src"
+        staged = stage_sources(source_root, files, kernels)
+        include = f"-I{source_root}"
+        if file_flags is None:
+            _compile([cc, *all_flags, include, "-o", str(temporary), *map(str, staged)])
+            return
+        objects = []
+        for index, source in enumerate(staged):
+            objects.append(str(temporary.parent / f"{index}.o"))
+            _compile([cc, *STRICT, *flags, *file_flags(source.relative_to(source_root).as_posix()), include,
+                      "-c", "-o", objects[-1], str(source)])
+        _compile([cc, *flags, *output_flags, "-o", str(temporary), *objects])
+
+    return cached(target, make)
+
+
+def cached(target: Path, make: Callable[[Path], None]) -> Path:
+    """`target` where it is already, else made: `make` writes it at a path in a private folder beside it (where it may
+    keep what else it needs), and it is renamed into place, so that no reader ever sees it half written."""
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         temporary = Path(tmp) / target.name
-        source_root = Path(tmp) / "src"
-        staged = stage_sources(source_root, files, kernels)
-        include = f"-I{source_root}"
-        if file_flags is None:
-            _compile([cc, *all_flags, include, "-o", str(temporary), *map(str, staged)])
-        else:
-            objects = []
-            for index, source in enumerate(staged):
-                objects.append(str(Path(tmp) / f"{index}.o"))
-                _compile([cc, *STRICT, *flags, *file_flags(source.relative_to(source_root).as_posix()), include,
-                          "-c", "-o", objects[-1], str(source)])
-            _compile([cc, *flags, *output_flags, "-o", str(temporary), *objects])
+        make(temporary)
         os.replace(temporary, target)
     return target
 

@@ -12,13 +12,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from edgepack.runtime.errors import EdgepackError
-from edgepack.runtime.native.build import cache_root
+from edgepack.runtime.native.build import cache_root, cached
 
 CLANG = "clang"
 MIN_SDK = 24
@@ -75,21 +74,14 @@ def build(abi: Abi, sources: list[Path], include_dirs: list[Path], output: Path)
 
 
 def _object(abi: Abi, source: Path, include_dirs: list[Path]) -> Path:
-    """`source` compiled for `abi`: from the cache, or compiled into it (written whole, then renamed into place)."""
+    """`source` compiled for `abi`: from the cache, or compiled into it (`cached`)."""
     flags = [f"--target={abi.triple}", *abi.flags, *COMPILE_FLAGS]
     digest = hashlib.sha256("\0".join([_compiler_version(), *flags]).encode())
     for path in [source, *sorted(_included(source, include_dirs))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     target = cache_root() / "android" / f"{source.stem}-{abi.name}-{digest.hexdigest()[:16]}.o"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        temporary = Path(tmp) / target.name
-        _run([CLANG, *flags, *(f"-I{folder}" for folder in include_dirs), "-c", "-o", str(temporary), str(source)],
-             abi)
-        os.replace(temporary, target)
-    return target
+    return cached(target, lambda temporary: _run([CLANG, *flags, *(f"-I{folder}" for folder in include_dirs), "-c",
+                                                  "-o", str(temporary), str(source)], abi))
 
 
 def _included(source: Path, include_dirs: list[Path]) -> set[Path]:

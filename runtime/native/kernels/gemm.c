@@ -187,6 +187,11 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
     }
 }
 
+/* Rows of a panel ahead of the one in use that the micro-kernel asks the cache for: panels of weights packed at
+   plan time come from L3 or memory, and the hardware prefetchers alone left the product about 8% slower (AVX-512,
+   32x384x1536 over 21 MB of weights). */
+#define PREFETCH_ROWS 8
+
 /* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
    inlined into each caller with `direct` a constant. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
@@ -200,6 +205,8 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
     for (int r = 0; r < EP_GEMM_MR; r++) row[r] = rows[r];
     for (int64_t kk = 0; kk < k; kk++) {
         const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
+        if (!direct)
+            for (int h = 0; h < EP_GEMM_NR; h += 16) __builtin_prefetch(bk + PREFETCH_ROWS * b_row + h);
         ep_v8 bv[EP_GEMM_NV];
         for (int h = 0; h < EP_GEMM_NV; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;

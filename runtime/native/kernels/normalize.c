@@ -56,6 +56,53 @@ static void softmax_row(const float *src, float *dst, int64_t length) {
     for (k = 0; k < length; k++) dst[k] *= inverse;
 }
 
+/* Softmax (or LogSoftmax, `log`) along a strided axis: `length` values `inner` apart, at each of `count` positions
+   from src's first, one position per lane (the sum in float lanes there), the rest one by one. */
+static void softmax_strided(const float *src, float *dst, int64_t length, int64_t inner, int64_t count, int log) {
+    int64_t i = 0;
+#ifdef EP_VECTOR_MATH
+    for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
+        ep_vw peaks = (ep_vw){0} - 3.4028235e38f, sums = {0}, v;
+        for (int64_t k = 0; k < length; k++) {
+            __builtin_memcpy(&v, src + k * inner + i, sizeof v);
+            ep_vwi above = v > peaks;
+            peaks = (ep_vw)(((ep_vwi)v & above) | ((ep_vwi)peaks & ~above));
+        }
+        for (int64_t k = 0; k < length; k++) {
+            __builtin_memcpy(&v, src + k * inner + i, sizeof v);
+            v -= peaks;
+            ep_vwi vanished = v == -__builtin_inff(); /* exp 0, as the scalar loop's: a column of -inf gives NaN */
+            ep_clamp_exp_range_wide(&v);
+            ep_exp_wide(&v);
+            v = (ep_vw)((ep_vwi)v & ~vanished);
+            if (!log) __builtin_memcpy(dst + k * inner + i, &v, sizeof v);
+            sums += v;
+        }
+        ep_vw scale = 1.0f / sums;
+        if (log)
+            for (int l = 0; l < EP_VW_LANES; l++) scale[l] = ep_logf(sums[l]);
+        for (int64_t k = 0; k < length; k++) {
+            __builtin_memcpy(&v, (log ? src : dst) + k * inner + i, sizeof v);
+            v = log ? v - peaks - scale : v * scale;
+            __builtin_memcpy(dst + k * inner + i, &v, sizeof v);
+        }
+    }
+#endif
+    for (; i < count; i++) {
+        float peak = -3.4028235e38f;
+        double sum = 0.0;
+        for (int64_t k = 0; k < length; k++) peak = src[k * inner + i] > peak ? src[k * inner + i] : peak;
+        for (int64_t k = 0; k < length; k++) {
+            float e = ep_expf(src[k * inner + i] - peak);
+            if (!log) dst[k * inner + i] = e;
+            sum += e;
+        }
+        float log_sum = ep_logf((float)sum), inverse = (float)(1.0 / sum);
+        for (int64_t k = 0; k < length; k++)
+            dst[k * inner + i] = log ? src[k * inner + i] - peak - log_sum : dst[k * inner + i] * inverse;
+    }
+}
+
 static ep_status run_softmax(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0];
@@ -72,27 +119,8 @@ static ep_status run_softmax(const ep_node *n, const ep_context *c) {
         for (int64_t o = 0; o < outer; o++) softmax_row(in + o * length, out + o * length, length);
         return EP_OK;
     }
-    for (int64_t o = 0; o < outer; o++) {
-        for (int64_t i = 0; i < inner; i++) {
-            const float *src = in + o * length * inner + i;
-            float *dst = out + o * length * inner + i;
-            float peak = -3.4028235e38f;
-            for (int64_t k = 0; k < length; k++) peak = src[k * inner] > peak ? src[k * inner] : peak;
-            double sum = 0.0;
-            for (int64_t k = 0; k < length; k++) {
-                float e = ep_expf(src[k * inner] - peak);
-                dst[k * inner] = e;
-                sum += e;
-            }
-            if (n->params[2]) {
-                float log_sum = ep_logf((float)sum);
-                for (int64_t k = 0; k < length; k++) dst[k * inner] = src[k * inner] - peak - log_sum;
-            } else {
-                float inverse = (float)(1.0 / sum);
-                for (int64_t k = 0; k < length; k++) dst[k * inner] *= inverse;
-            }
-        }
-    }
+    for (int64_t o = 0; o < outer; o++)
+        softmax_strided(in + o * length * inner, out + o * length * inner, length, inner, inner, n->params[2]);
     return EP_OK;
 }
 

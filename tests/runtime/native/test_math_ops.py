@@ -98,17 +98,35 @@ def test_activations_agree_with_onnxruntime_within_absolute_error(op: str) -> No
     assert float(error.max()) <= 1e-6
 
 
-@pytest.mark.parametrize(("shape", "axis"), [((40, 6625), -1), ((3, 7), 1), ((2, 37, 5), 1), ((4, 1, 9), -1),
-                                            ((6, 45), -1), ((5, 32), 1)])
-def test_softmax_agrees_with_onnxruntime(shape: tuple[int, ...], axis: int) -> None:
-    """Rows along the last axis (their peaks and exps in vector lanes, odd lengths leaving a tail), rows across an
-    inner axis, spread logits with -inf and outliers 150 above the rest (so that a peak missed overflows the exps);
-    within 1e-6 absolute, NaN where onnxruntime has it."""
+SOFTMAX_SHAPES = [((40, 6625), -1), ((3, 7), 1), ((2, 37, 5), 1), ((4, 1, 9), -1), ((6, 45), -1), ((5, 32), 1),
+                  ((1, 16, 4, 43), 1), ((2, 9, 33), 1)]
+"""Rows along the last axis (their peaks and exps in vector lanes, odd lengths leaving a tail), and along an inner
+axis: fewer positions than a vector's lanes, or whole vectors of positions (a YOLO head's 16 bins over 4 x 43) then
+a tail."""
+
+
+def logits(shape: tuple[int, ...]) -> np.ndarray:
+    """Spread logits with -inf and outliers 150 above the rest (so that a peak missed overflows the exps)."""
     x = (RNG.standard_normal(shape) * 8).astype(np.float32)
     x.reshape(-1)[::11] = -np.inf
     x.reshape(-1)[5::23] = 150.0
+    return x
+
+
+@pytest.mark.parametrize(("shape", "axis"), SOFTMAX_SHAPES)
+def test_softmax_agrees_with_onnxruntime(shape: tuple[int, ...], axis: int) -> None:
+    """Within 1e-6 absolute, NaN where onnxruntime has it."""
+    x = logits(shape)
     ours, expected = run_both(single_node("Softmax", {"x": x}, axis=axis), {"x": x})
     np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(("shape", "axis"), SOFTMAX_SHAPES)
+def test_log_softmax_agrees_with_onnxruntime(shape: tuple[int, ...], axis: int) -> None:
+    """Within 1e-6 relative and 1e-5 absolute (the outputs reach -300), -inf where the logit is -inf."""
+    x = logits(shape)
+    ours, expected = run_both(single_node("LogSoftmax", {"x": x}, axis=axis), {"x": x})
+    np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize("attributes", [{}, {"lambd": 1.5}, {"lambd": 1.5, "bias": 1.5}, {"lambd": 0.0, "bias": -2.0}])

@@ -66,6 +66,26 @@ def test_3d(op: str, geometry: dict) -> None:
     check(op, floats(2, 3, 6, 7, 5), **geometry)
 
 
+PADDED_2D = [
+    {"kernel_shape": [13, 13], "pads": [6, 6, 6, 6]},
+    {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]},
+    {"kernel_shape": [3, 4], "pads": [1, 3, 0, 1], "strides": [1, 2]},
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2], "ceil_mode": 1},
+    {"kernel_shape": [2, 3], "pads": [0, 2, 1, 0], "strides": [1, 3], "ceil_mode": 1},
+    {"kernel_shape": [3, 2], "pads": [1, 1, 1, 1], "dilations": [1, 2]},
+    {"kernel_shape": [3, 4], "pads": [2, 0, 1, 3]},
+]
+"""2-D max pools padded (SPP's 13x13 and 5x5, uneven pads, strides, ceil mode whose last windows reach past the
+padding, a dilated width): stride 1 runs separably on the plane padded with -inf, the others take their column maxima
+between columns of -inf."""
+
+
+@pytest.mark.parametrize("size", [(13, 11), (40, 60)], ids=["small plane", "plane over the separable form's buffer"])
+@pytest.mark.parametrize("geometry", PADDED_2D)
+def test_padded_2d_max_pool(geometry: dict, size: tuple[int, int]) -> None:
+    check("MaxPool", floats(2, 3, *size), **geometry)
+
+
 @pytest.mark.parametrize("include_pad", [0, 1])
 @pytest.mark.parametrize("ceil_mode", [0, 1])
 def test_average_count_include_pad(include_pad: int, ceil_mode: int) -> None:

@@ -355,23 +355,23 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
 
 void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
              int64_t b_row, float *c, int64_t ldc, const ep_epilogue *e) {
-    float acc[EP_GEMV_ROWS][EP_GEMV_COLUMNS];
-    for (int64_t j0 = 0; j0 < n; j0 += EP_GEMV_COLUMNS) {
-        int64_t nb = n - j0 < EP_GEMV_COLUMNS ? n - j0 : EP_GEMV_COLUMNS;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < nb; j++) acc[i][j] = 0.0f;
+    float acc[EP_GEMV_ROWS * EP_GEMV_COLUMNS];
+    int64_t width = m > 0 ? EP_GEMV_ROWS * EP_GEMV_COLUMNS / m / 16 * 16 : EP_GEMV_COLUMNS;
+    for (int64_t j0 = 0; j0 < n; j0 += width) {
+        int64_t nb = n - j0 < width ? n - j0 : width;
+        for (int64_t j = 0; j < m * width; j++) acc[j] = 0.0f;
         for (int64_t kk = 0; kk < k; kk++) {
             const float *row = b + kk * b_row + j0;
             for (int64_t i = 0; i < m; i++) {
                 float v = a[i * a_row + kk * a_col];
-                float *sum = acc[i];
+                float *sum = acc + i * width;
                 for (int64_t j = 0; j < nb; j++) sum[j] += v * row[j];
             }
         }
         for (int64_t i = 0; i < m; i++) {
             float *out = c + i * ldc + j0, bias = e->row_bias ? e->row_bias[i] : 0.0f;
             for (int64_t j = 0; j < nb; j++) {
-                float v = e->alpha * acc[i][j] + bias;
+                float v = e->alpha * acc[i * width + j] + bias;
                 if (e->accumulate) v += out[j];
                 out[j] = v;
             }

@@ -1,13 +1,16 @@
 """The `cpu` provider (edgepack's C runtime core, host build, through ctypes) against onnxruntime on the CPU.
 
     python benchmarks/cpu_vs_onnxruntime.py [--blocks 9] [--block-ms 400] [--warmup 2] [--seed 0]
-                                            [--no-memory] [model ...]
+                                            [--no-memory] [--no-openvino] [model ...]
 
 Models: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320, ppocr-cls at 1x3x48x192 and silero-vad (a 512-sample
 chunk at 16 kHz), each slimmed as a build slims it; the inputs are `samples.feeds(name, --seed)` (synthetic text
 images for the OCR models), the same arrays for both sides. edgepack lowers the slimmed model once to an `.epk`
 plan at those shapes (`compiler/lower.py`, not timed) and runs it with `NativeSession`; onnxruntime runs the
-same slimmed model (CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra- and 1 inter-op thread).
+same slimmed model (CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra- and 1 inter-op thread). Where the openvino
+package is installed (and without --no-openvino), OpenVINO runs the same slimmed model too, as a third side of every
+block: its CPU plugin, f32 (INFERENCE_PRECISION_HINT, not bf16 on AMX), one thread (`edgepack bench --compare
+openvino`'s peer); a model it cannot compile is named under the table and timed without it.
 
 latency: one call is `run(feeds)` from Python on either side (inputs copied in, outputs copied out: onnxruntime's
 `InferenceSession.run` and `NativeSession.run` both do). The two sides are timed in this process in --blocks
@@ -17,8 +20,8 @@ clocks: wall time (`time.perf_counter`) and this process's CPU time (`time.proce
 leaves out the time the process waited for a core while other work held it; N makes the slower side's block about
 --block-ms of wall time (at least 3). Per clock, a side's latency is the median of its block medians; the ratio is
 cpu / onnxruntime (below 1: the C core is faster) with the range of the per-block wall-time ratios, which shows the
-noise. The geometric mean of the per-model ratios is checked against the target of issue 5 (<= 1.5) on both
-clocks. Absolute times are this machine's, and other work shares it: read the ratios.
+noise; likewise cpu / OpenVINO. The geometric mean of the per-model cpu / onnxruntime ratios is checked against the
+target of issue 5 (<= 1.5) on both clocks. Absolute times are this machine's, and other work shares it: read the ratios.
 
 max |diff|: the largest absolute difference between the two sides' outputs, over every output, on the timed input.
 
@@ -42,11 +45,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import importlib.util
 import math
 import multiprocessing
 import statistics
 import struct
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,9 +64,11 @@ from rich.console import Console
 from rich.table import Table
 
 from edgepack import samples
+from edgepack.bench_peers import load_openvino
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
+from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession, library
@@ -75,6 +82,7 @@ MODELS = ("ppocr-det", "ppocr-rec", "ppocr-cls", "silero-vad")
 TARGET = 1.5
 """Issue 5: the geometric mean of cpu / onnxruntime latency over the models is at most this."""
 SIDES = ("cpu", "onnxruntime")
+"""The sides every model is timed on (and measured for memory); OpenVINO joins them where it runs."""
 CLOCKS = ("wall", "cpu")
 MB = 1 << 20
 
@@ -92,6 +100,9 @@ class Case:
     """Median seconds per call, one per block, by clock and side."""
     growth: dict[str, int] = field(default_factory=dict)
     """Peak RSS growth in bytes, by side."""
+    sides: tuple[str, ...] = SIDES
+    openvino_model: Path | None = None
+    """The slimmed model as a file, for OpenVINO, where it compiles it."""
 
 
 def serialized(model: onnx.ModelProto) -> bytes:
@@ -155,10 +166,25 @@ def cpu_session(plan: bytes) -> Run:
     return NativeSession(plan).run
 
 
+def add_openvino(case: Case, folder: Path) -> str | None:
+    """OpenVINO as a third side of `case` when it compiles the slimmed model; else why not, in one line."""
+    path = folder / f"{case.name}.onnx"
+    path.write_bytes(case.model)
+    try:
+        load_openvino(path)
+    except EdgepackError as error:
+        return str(error).splitlines()[0]
+    case.openvino_model = path
+    case.sides = (*SIDES, "openvino")
+    return None
+
+
 def opener(side: str, case: Case) -> Callable[[], Run]:
     """What opens a fresh session of `case` on `side`."""
     if side == "cpu":
         return lambda: cpu_session(case.plan)
+    if side == "openvino":
+        return lambda: load_openvino(case.openvino_model)[1]
     return lambda: ort_session(case.model)
 
 
@@ -187,12 +213,12 @@ def timed(run: Run, feeds: Feeds, count: int) -> dict[str, list[float]]:
 
 def time_blocks(case: Case, blocks: int, block_s: float, warmup: int) -> None:
     """Each side's median per block; the first side alternates every block and each block opens fresh sessions."""
-    opens = {side: opener(side, case) for side in SIDES}
-    slowest = max(statistics.median(timed(opens[side](), case.feeds, warmup + 1)["wall"]) for side in SIDES)
+    opens = {side: opener(side, case) for side in case.sides}
+    slowest = max(statistics.median(timed(opens[side](), case.feeds, warmup + 1)["wall"]) for side in case.sides)
     runs = max(3, round(block_s / slowest))
-    case.blocks = {clock: {side: [] for side in SIDES} for clock in CLOCKS}
+    case.blocks = {clock: {side: [] for side in case.sides} for clock in CLOCKS}
     for block in range(blocks):
-        for side in SIDES if block % 2 == 0 else SIDES[::-1]:
+        for side in case.sides if block % 2 == 0 else case.sides[::-1]:
             run = opens[side]()
             timed(run, case.feeds, warmup)
             gc.collect()
@@ -236,9 +262,19 @@ def megabytes(count: int) -> str:
     return f"{count / MB:.1f}"
 
 
-def ratio(case: Case, clock: str) -> float:
-    """cpu / onnxruntime: the ratio of the medians of block medians on `clock`."""
-    return statistics.median(case.blocks[clock]["cpu"]) / statistics.median(case.blocks[clock]["onnxruntime"])
+def ratio(case: Case, clock: str, peer: str = "onnxruntime") -> float:
+    """cpu / peer: the ratio of the medians of block medians on `clock`."""
+    return statistics.median(case.blocks[clock]["cpu"]) / statistics.median(case.blocks[clock][peer])
+
+
+def openvino_cells(case: Case) -> list[str]:
+    """OpenVINO's ms and cpu / OpenVINO (wall, with the block range), or dashes where it did not run."""
+    if "openvino" not in case.sides:
+        return ["-", "-"]
+    wall = case.blocks["wall"]
+    spread = [a / b for a, b in zip(wall["cpu"], wall["openvino"])]
+    return [f"{statistics.median(wall['openvino']) * 1000:.3f}",
+            f"{ratio(case, 'wall', 'openvino'):.2f} ({min(spread):.2f}-{max(spread):.2f})"]
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -246,10 +282,13 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_note: str, peak: float) -> None:
-    table = Table(title="edgepack cpu (C core, ctypes) vs onnxruntime (CPU EP, ORT_ENABLE_ALL), 1 thread",
+    with_openvino = any("openvino" in case.sides for case in cases)
+    table = Table(title="edgepack cpu (C core, ctypes) vs onnxruntime (CPU EP, ORT_ENABLE_ALL)"
+                        f"{' and OpenVINO (CPU, f32)' if with_openvino else ''}, 1 thread",
                   title_justify="left", caption=runs_note, caption_justify="left")
+    openvino_columns = ["ov ms", "cpu / ov, wall (block range)"] if with_openvino else []
     for column in ("model", "input", "cpu ms", "ort ms", "cpu / ort, wall (block range)", "cpu / ort, CPU time",
-                   "max |diff|", "GFLOP", "floor ms", "cpu / floor"):
+                   *openvino_columns, "max |diff|", "GFLOP", "floor ms", "cpu / floor"):
         table.add_column(column, justify="left" if column in ("model", "input") else "right")
     for case in cases:
         wall = case.blocks["wall"]
@@ -258,11 +297,15 @@ def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_no
         floor = case.flops / peak
         table.add_row(case.name, shapes, *(f"{statistics.median(wall[side]) * 1000:.3f}" for side in SIDES),
                       f"{ratio(case, 'wall'):.2f} ({min(spread):.2f}-{max(spread):.2f})", f"{ratio(case, 'cpu'):.2f}",
-                      f"{diffs[case.name]:.2e}", f"{case.flops / 1e9:.3f}", f"{floor * 1000:.3f}",
+                      *(openvino_cells(case) if with_openvino else []), f"{diffs[case.name]:.2e}",
+                      f"{case.flops / 1e9:.3f}", f"{floor * 1000:.3f}",
                       f"{statistics.median(wall['cpu']) / floor:.2f}" if floor else "-")
     geomeans = {clock: geometric_mean([ratio(case, clock) for case in cases]) for clock in CLOCKS}
+    timed_on_openvino = [ratio(case, "wall", "openvino") for case in cases if "openvino" in case.sides]
+    openvino_mean = [f"{geometric_mean(timed_on_openvino):.2f}" if timed_on_openvino else "-"] if with_openvino else []
     table.add_section()
-    table.add_row("geometric mean", "", "", "", f"{geomeans['wall']:.2f}", f"{geomeans['cpu']:.2f}", "", "", "", "")
+    table.add_row("geometric mean", "", "", "", f"{geomeans['wall']:.2f}", f"{geomeans['cpu']:.2f}",
+                  *([""] if with_openvino else []), *openvino_mean, "", "", "", "")
     console.print(table)
     console.print(f"compute floor: a model's products (Conv, ConvTranspose, MatMul, Gemm) at the core's measured "
                   f"matrix-product speed, {peak / 1e9:.1f} GFLOP/s (a {'x'.join(map(str, PEAK_SIZE))} MatMul plan, "
@@ -297,6 +340,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per fresh session (default: 2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS measurements")
+    parser.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out even where it is installed")
     args = parser.parse_args()
 
     console = Console(width=200)
@@ -304,11 +348,20 @@ def main() -> None:
     diffs = {case.name: max_abs_diff(case) for case in cases}
     if not args.no_memory:
         measure_memory(cases, args.warmup + 1)
-    for case in cases:
-        time_blocks(case, args.blocks, args.block_ms / 1000, args.warmup)
-    report(console, cases, diffs, f"onnxruntime {ort.__version__}; ms are wall time; medians of {args.blocks} "
-                                  f"interleaved blocks of about {args.block_ms:.0f} ms per side, fresh sessions per "
-                                  f"block, {args.warmup} warmup calls each", measured_peak())
+    peers = f"onnxruntime {ort.__version__}"
+    with tempfile.TemporaryDirectory() as folder:
+        if not args.no_openvino and importlib.util.find_spec("openvino"):
+            import openvino
+
+            peers += f", OpenVINO {openvino.__version__.split('-')[0]}"
+            for case in cases:
+                if reason := add_openvino(case, Path(folder)):
+                    console.print(f"OpenVINO left out on {case.name}: {reason}")
+        for case in cases:
+            time_blocks(case, args.blocks, args.block_ms / 1000, args.warmup)
+    report(console, cases, diffs, f"{peers}; ms are wall time; medians of {args.blocks} interleaved blocks of about "
+                                  f"{args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} warmup "
+                                  "calls each", measured_peak())
 
 
 if __name__ == "__main__":

@@ -30,6 +30,13 @@ def load_onnxruntime(source: Path) -> tuple[str, Runner]:
     return f"onnxruntime {import_onnxruntime().__version__}", engine.run
 
 
+def openvino_reason(error: Exception) -> str:
+    """The line of an OpenVINO error that says what failed: its last, under the "Exception from src/..." lines of
+    the call stack it opens with."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
 def load_openvino(source: Path) -> tuple[str, Runner]:
     """OpenVINO on `source` on the CPU: f32 inference (not its bf16 default on AMX), one thread."""
     try:
@@ -41,8 +48,7 @@ def load_openvino(source: Path) -> tuple[str, Runner]:
         compiled = openvino.Core().compile_model(str(source), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
                                                                        "INFERENCE_NUM_THREADS": 1})
     except Exception as error:  # noqa: BLE001  (OpenVINO's own error types)
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise EdgepackError(f"OpenVINO could not compile {source.name}: {first_line}", where=str(source),
+        raise EdgepackError(f"OpenVINO could not compile {source.name}: {openvino_reason(error)}", where=str(source),
                             fix="bench without --compare openvino, or check the model with OpenVINO alone") from None
     request = compiled.create_infer_request()
     names = [output.get_any_name() for output in compiled.outputs]

@@ -89,11 +89,13 @@ DEPTHWISE_BANDS = [  # (channels, kernel h, kernel w, stride h, stride w, pad, d
     (3, 3, 3, 1, 1, 1, 1, 150, 150), (3, 3, 3, 2, 2, 1, 1, 161, 157), (5, 5, 5, 1, 1, 2, 1, 23, 90),
     (3, 5, 5, 2, 1, 2, 1, 12, 80), (4, 3, 5, 1, 1, 1, 1, 11, 70), (4, 3, 3, 3, 3, 1, 1, 20, 50),
     (4, 3, 3, 1, 1, 2, 2, 17, 66), (3, 7, 7, 2, 2, 3, 1, 30, 45), (4, 3, 3, 2, 2, 1, 1, 9, 19),
+    (5, 3, 3, 2, 2, 0, 1, 30, 41), (2, 3, 3, 2, 2, 1, 2, 31, 70),
 ]
 """Depthwise planes on bands of zero-padded input rows: one and two bands of 3x3 with stride 1 (unrolled, two rows
-a step) and stride 2 (over tap offsets), 5x5 over an odd count of rows (the last one over tap offsets), strides of 2
-by 1 and 3 by 3 (its rows split into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10
-output columns (under a vector: through the scratch)."""
+a step) and stride 2 (its nine taps at fixed offsets: padded, unpadded over 20 columns, and dilated, which goes over
+tap offsets), 5x5 over an odd count of rows (the last one over tap offsets), strides of 2 by 1 and 3 by 3 (its rows
+split into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10 output columns (under a
+vector: through the scratch)."""
 
 
 def depthwise_case(case: tuple[int, ...]) -> tuple[onnx.ModelProto, np.ndarray]:

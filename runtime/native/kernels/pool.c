@@ -324,6 +324,10 @@ static void max_over_columns(const pool_geometry *g, const float *columns, int64
     }
 }
 
+static void fill_minus_infinity(float *to, int64_t count) {
+    for (int64_t i = 0; i < count; i++) to[i] = -__builtin_inff();
+}
+
 /* 2-D max and average pools on float32 without indices, the common case: each output's window is clipped to the
    input once (the columns' once per call, up to POOL_COLUMNS of them), then maxed or summed without per-element
    bounds checks. A max pool undilated along the width with less padding there than its kernel (every window then
@@ -339,8 +343,8 @@ static void pool_2d_f32(const pool_geometry *g, const pool_layout *l, const floa
     if (dx == 1 && g->begin[1] < g->kernel[1] && g->end[1] < g->kernel[1] && w + g->begin[1] + g->end[1] <= POOL_ROW) {
         left = g->begin[1];
         right = g->end[1];
-        for (int64_t i = 0; i < left; i++) row_max[i] = -__builtin_inff();
-        for (int64_t i = 0; i < right; i++) row_max[left + w + i] = -__builtin_inff();
+        fill_minus_infinity(row_max, left);
+        fill_minus_infinity(row_max + left + w, right);
     }
     int64_t cached = ow < POOL_COLUMNS ? ow : POOL_COLUMNS;
     for (int64_t ox = 0; ox < cached; ox++) known[ox] = columns_of(g, w, ox);
@@ -388,7 +392,9 @@ static void pool_2d_f32(const pool_geometry *g, const pool_layout *l, const floa
 
 /* Whether a 2-D max pool runs separably on each plane padded with -inf (max_pool_separable): stride 1, undilated,
    padding under the kernel (so that every window holds an input element), and the padded plane twice within the
-   POOL_ROW floats on the stack. */
+   POOL_ROW floats on the stack. Not in the wasm core: it would add 1.6 KB to every page with a pool, and no sample
+   page has such a pool. */
+#ifndef __wasm__
 static int separable_max(const pool_geometry *g, const pool_layout *l) {
     int64_t hp = l->size[0] + g->begin[0] + g->end[0], wp = l->size[1] + g->begin[1] + g->end[1];
     for (int i = 0; i < 2; i++)
@@ -404,24 +410,24 @@ static void max_pool_separable(const pool_geometry *g, const pool_layout *l, con
                                int64_t oh, int64_t ow) {
     int64_t h = l->size[0], w = l->size[1], kh = g->kernel[0], kw = g->kernel[1];
     int64_t hp = h + g->begin[0] + g->end[0], wp = w + g->begin[1] + g->end[1];
+    int64_t across_span = hp * wp - (kw - 1), down_span = oh * wp; /* the first positions of the windows' rows */
     float buffer[POOL_ROW], *padded = buffer, *across = buffer + hp * wp;
-    for (int64_t i = 0; i < 2 * hp * wp; i++) buffer[i] = -__builtin_inff();
+    fill_minus_infinity(buffer, 2 * hp * wp);
     for (int64_t q = 0; q < planes; q++) {
         for (int64_t r = 0; r < h; r++)
             ep_memcpy(padded + (g->begin[0] + r) * wp + g->begin[1], x + (q * h + r) * w, (size_t)w * sizeof(float));
-        int64_t span = hp * wp - (kw - 1); /* a window's max along the width at each of its first positions */
-        for (int64_t i = 0; i < span; i++) across[i] = padded[i];
+        ep_memcpy(across, padded, (size_t)across_span * sizeof(float));
         for (int64_t kx = 1; kx < kw; kx++)
-            for (int64_t i = 0; i < span; i++) across[i] = max_or_nan(padded[i + kx], across[i]);
-        span = oh * wp; /* then along the height, into the padded plane (rewritten whole for the next) */
-        for (int64_t i = 0; i < span; i++) padded[i] = across[i];
+            for (int64_t i = 0; i < across_span; i++) across[i] = max_or_nan(padded[i + kx], across[i]);
+        ep_memcpy(padded, across, (size_t)down_span * sizeof(float)); /* then down, into the padded plane */
         for (int64_t ky = 1; ky < kh; ky++)
-            for (int64_t i = 0; i < span; i++) padded[i] = max_or_nan(across[i + ky * wp], padded[i]);
+            for (int64_t i = 0; i < down_span; i++) padded[i] = max_or_nan(across[i + ky * wp], padded[i]);
         for (int64_t oy = 0; oy < oh; oy++)
             ep_memcpy(y + (q * oh + oy) * ow, padded + oy * wp, (size_t)ow * sizeof(float));
-        for (int64_t i = 0; i < span; i++) padded[i] = -__builtin_inff();
+        fill_minus_infinity(padded, down_span); /* its padding again, for the next plane */
     }
 }
+#endif
 
 /* The outputs along the last dim from output index `o`, whose windows share their other dims (set in *w). */
 static void pool_output_row(const pool_geometry *g, const pool_layout *l, pool_window *w, int64_t inside,
@@ -454,10 +460,12 @@ static ep_status run_pool(const ep_node *n, const ep_context *c) {
         global_pool(g.kind == KIND_MAX, (const float *)x->data, (float *)y->data, planes, l.plane);
         return EP_OK;
     }
+#ifndef __wasm__
     if (n->n_out == 1 && g.nd == 2 && x->dtype == EP_F32 && separable_max(&g, &l)) {
         max_pool_separable(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);
         return EP_OK;
     }
+#endif
     if (n->n_out == 1 && g.nd == 2 && g.kind != KIND_LP && x->dtype == EP_F32) {
         pool_2d_f32(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);
         return EP_OK;

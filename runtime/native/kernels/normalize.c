@@ -17,6 +17,16 @@ static ep_status check_softmax(const ep_node *n, size_t *scratch, char *error) {
     return float_same_shape(n, error);
 }
 
+#ifdef EP_VECTOR_MATH
+/* Each lane of *peaks raised to the float at `at` in that lane where it is larger (a NaN never is). */
+static inline void raise_peaks(ep_vw *peaks, const float *at) {
+    ep_vw v;
+    __builtin_memcpy(&v, at, sizeof v);
+    ep_vwi above = v > *peaks;
+    *peaks = (ep_vw)(((ep_vwi)v & above) | ((ep_vwi)*peaks & ~above));
+}
+#endif
+
 /* Softmax over one contiguous row in the build's widest lanes: the peak, then the exps (x - peak is at most 0:
    clamped below only) summed per lane, then scaled by the inverse of the sum. A NaN is never the peak, as in the
    scalar loop, and its exp stays NaN. */
@@ -25,12 +35,7 @@ static void softmax_row(const float *src, float *dst, int64_t length) {
     int64_t k = 0;
 #ifdef EP_VECTOR_MATH
     ep_vw peaks = (ep_vw){0} - 3.4028235e38f;
-    for (; k + EP_VW_LANES <= length; k += EP_VW_LANES) {
-        ep_vw v;
-        __builtin_memcpy(&v, src + k, sizeof v);
-        ep_vwi above = v > peaks;
-        peaks = (ep_vw)(((ep_vwi)v & above) | ((ep_vwi)peaks & ~above));
-    }
+    for (; k + EP_VW_LANES <= length; k += EP_VW_LANES) raise_peaks(&peaks, src + k);
     for (int l = 0; l < EP_VW_LANES; l++) peak = peaks[l] > peak ? peaks[l] : peak;
 #endif
     for (; k < length; k++) peak = src[k] > peak ? src[k] : peak;
@@ -63,11 +68,7 @@ static void softmax_strided(const float *src, float *dst, int64_t length, int64_
 #ifdef EP_VECTOR_MATH
     for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
         ep_vw peaks = (ep_vw){0} - 3.4028235e38f, sums = {0}, v;
-        for (int64_t k = 0; k < length; k++) {
-            __builtin_memcpy(&v, src + k * inner + i, sizeof v);
-            ep_vwi above = v > peaks;
-            peaks = (ep_vw)(((ep_vwi)v & above) | ((ep_vwi)peaks & ~above));
-        }
+        for (int64_t k = 0; k < length; k++) raise_peaks(&peaks, src + k * inner + i);
         for (int64_t k = 0; k < length; k++) {
             __builtin_memcpy(&v, src + k * inner + i, sizeof v);
             v -= peaks;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import weakref
 from functools import cache
 from pathlib import Path
 
@@ -40,7 +41,23 @@ def library(path: Path | None = None) -> ctypes.CDLL:
     for name in ("ep_input", "ep_output"):
         getattr(lib, name).argtypes = [void_p, ctypes.c_size_t, ctypes.POINTER(TensorInfo)]
     lib.ep_status_name.restype = ctypes.c_char_p
+    lib.ep_worker_scratch_bytes.argtypes = [void_p]
+    lib.ep_worker_scratch_bytes.restype = ctypes.c_size_t
+    lib.ep_set_workers.argtypes = [void_p, void_p, void_p, ctypes.c_int32, void_p, ctypes.c_size_t]
     return lib
+
+
+def thread_pool(lib: ctypes.CDLL, threads: int) -> ctypes.c_void_p:
+    """A pool of `threads` threads in all (pool/ep_pool.c), stopped and freed with the object returned."""
+    lib.ep_pool_create.argtypes = [ctypes.c_int32]
+    lib.ep_pool_create.restype = ctypes.c_void_p
+    lib.ep_pool_destroy.argtypes = [ctypes.c_void_p]
+    pool = lib.ep_pool_create(threads)
+    if not pool:
+        raise EdgepackError(f"could not start {threads} threads for the cpu runtime core", fix="ask for fewer threads")
+    handle = ctypes.c_void_p(pool)
+    weakref.finalize(handle, lib.ep_pool_destroy, pool)
+    return handle
 
 
 def aligned_buffer(size: int, alignment: int = MEMORY_ALIGN) -> np.ndarray:
@@ -76,9 +93,11 @@ class Port:
 
 
 class NativeSession:
-    """A plan opened in memory this object owns; `run(feeds)` writes inputs, runs and copies outputs out."""
+    """A plan opened in memory this object owns; `run(feeds)` writes inputs, runs and copies outputs out. With
+    `threads` above 1, its convs and products run on a thread pool of that many threads (the outputs are the same, bit
+    for bit)."""
 
-    def __init__(self, plan: bytes, library_path: Path | None = None) -> None:
+    def __init__(self, plan: bytes, library_path: Path | None = None, threads: int = 1) -> None:
         self.lib = library(library_path)
         self.plan = aligned_buffer(len(plan))
         self.plan[:] = np.frombuffer(plan, dtype=np.uint8)
@@ -94,8 +113,19 @@ class NativeSession:
             message = self.lib.ep_open_error(self.memory.ctypes.data, needed.value).decode(errors="replace")
             raise NativeError(status, message, "the runtime core refused the plan")
         self.handle = handle
+        if threads > 1:
+            self._use_threads(threads)
         self.inputs = [self._info(self.lib.ep_input, i) for i in range(self.lib.ep_input_count(handle))]
         self.outputs = [self._info(self.lib.ep_output, i) for i in range(self.lib.ep_output_count(handle))]
+
+    def _use_threads(self, threads: int) -> None:
+        self.pool = thread_pool(self.lib, threads)
+        self.worker_memory = aligned_buffer(self.lib.ep_worker_scratch_bytes(self.handle) * (threads - 1))
+        status = self.lib.ep_set_workers(self.handle, ctypes.cast(self.lib.ep_pool_loop, ctypes.c_void_p), self.pool,
+                                         threads, self.worker_memory.ctypes.data, self.worker_memory.nbytes)
+        if status:
+            raise NativeError(status, self.lib.ep_error(self.handle).decode(errors="replace"),
+                              "the runtime core refused the workers' memory")
 
     def _info(self, getter: object, index: int) -> Port:
         info = TensorInfo()

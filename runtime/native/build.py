@@ -125,11 +125,17 @@ def _compile(command: list[str]) -> None:
                             where=" ".join(command[:6]), fix="check the C compiler, or report the error")
 
 
+POOL = NATIVE / "pool" / "ep_pool.c"
+"""The thread pool hosts with POSIX threads hand a session (`ep_set_workers`); not part of the freestanding core."""
+
+
 def shared_library() -> Path:
-    """The host library (`-O3 -march=native`) used by the `cpu` provider."""
-    return build("libedgepack.so", [], RELEASE, ["-shared", "-fPIC"])
+    """The host library (`-O3 -march=native`, with the thread pool) used by the `cpu` provider."""
+    return build("libedgepack.so", [POOL], [*RELEASE, "-pthread"], ["-shared", "-fPIC"])
 
 
+RUNNER = [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c", POOL]
+"""The command-line runner's sources (with the thread pool, for `--threads`); its builds link with -pthread."""
 PROFILE = ["-DEP_PROFILE"]
 """The profiling build: the executor times every op, and ep_run prints the times (cli/ep_run.c)."""
 
@@ -139,7 +145,7 @@ def runner(sanitized: bool = False, profile: bool = False) -> Path:
     built with AddressSanitizer and UndefinedBehaviorSanitizer; with `profile`, the profiling build."""
     flags = SANITIZED if sanitized else RELEASE + (PROFILE if profile else [])
     name = "ep_run-asan" if sanitized else "ep_run-profile" if profile else "ep_run"
-    return build(name, [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], flags, [])
+    return build(name, RUNNER, flags, ["-pthread"])
 
 
 AARCH64_CC = "aarch64-linux-gnu-gcc"
@@ -154,21 +160,22 @@ def aarch64_runner(profile: bool = False) -> Path:
         raise EdgepackError("no aarch64 cross compiler to build the neon runtime core",
                             fix="apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user")
     return build("ep_run-aarch64-profile" if profile else "ep_run-aarch64",
-                 [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"], PORTABLE + (PROFILE if profile else []), [],
+                 RUNNER, PORTABLE + (PROFILE if profile else []), ["-pthread"],
                  cc=AARCH64_CC)
 
 
 def device_profile_runner(march: str | None) -> Path:
     """The profiling `ep_run` for a machine of this one's architecture: static, for the CPU `march` names (`native`:
     this one; `x86-64-v3`: any with AVX2 and FMA), or for the architecture's baseline."""
-    return build(f"ep_run-profile-{march or 'baseline'}", [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"],
-                 PORTABLE + ([f"-march={march}"] if march else []) + PROFILE, [])
+    return build(f"ep_run-profile-{march or 'baseline'}", RUNNER,
+                 PORTABLE + ([f"-march={march}"] if march else []) + PROFILE, ["-pthread"])
 
 
 WASM_CC = "clang"
 WASM = ["--target=wasm32", "-msimd128", "-mbulk-memory", "-ffp-contract=fast", "-nostdlib"]
 WASM_OPTIMIZATION = {
-    **dict.fromkeys(("kernels/gemm.c", "kernels/conv.c", "kernels/depthwise.c"), ["-O2"]),
+    **dict.fromkeys(("kernels/gemm.c", "kernels/conv.c", "kernels/conv_transpose.c",
+                      "kernels/depthwise.c"), ["-O2"]),
     **dict.fromkeys((f"kernels/{name}.c" for name in ("matmul", "int8_matmul", "quant", "dequantize", "recurrent",
                                                       "elementwise", "unary", "reduce", "normalize", "resize",
                                                       "pool")),

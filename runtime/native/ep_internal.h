@@ -45,7 +45,26 @@ typedef struct ep_context {
     float *scratch;
     size_t scratch_floats;
     char *error;
+    ep_parallel_loop loop; /* NULL: one thread */
+    void *pool;
+    int32_t workers;
+    float *worker_scratch; /* workers - 1 areas of at least scratch_floats, worker_stride floats apart */
+    size_t worker_stride;
 } ep_context;
+
+/* Parallel tasks (parallel.c). */
+
+/* How many tasks to split `units` parts of a kernel's work into, `fmas` multiply-adds in all: one per worker, at
+   most one per unit, and none smaller than EP_TASK_FMAS (1: run on the caller's thread alone). */
+int64_t ep_task_count(const ep_context *ctx, int64_t units, double fmas);
+/* What copying a float weighs in ep_task_count's multiply-adds: work bound by memory splits at fewer floats. */
+#define EP_COPY_WORK 16.0
+/* Calls task(arg, worker, index) for index in [0, count): through the session's loop, or in turn on this thread. */
+void ep_parallel(const ep_context *ctx, int64_t count, ep_task task, void *arg);
+/* The scratch of `worker` (scratch_floats floats, its own while its task runs). */
+float *ep_worker_scratch(const ep_context *ctx, int32_t worker);
+/* Task `index` of `tasks`' share of [0, units): whole steps of `step` units, the last task taking what is left. */
+void ep_task_range(int64_t units, int64_t tasks, int64_t index, int64_t step, int64_t *begin, int64_t *end);
 
 /* Checks the node's tensors and parameters; returns EP_OK or writes a message and returns EP_ERR_OP. On success
    *scratch_bytes holds the scratch the kernel needs at least. */
@@ -82,7 +101,14 @@ struct ep_session {
     size_t arena_bytes;
     float *scratch;
     size_t scratch_bytes;
+    ep_parallel_loop loop; /* ep_set_workers' */
+    void *pool;
+    int32_t workers;
+    float *worker_scratch;
 };
+
+/* The context kernels run with: the session's scratch and its workers. */
+ep_context ep_context_of(ep_session *session);
 
 /* Runs the plan's open ops once (executor.c). */
 ep_status ep_run_open_ops(ep_session *session);

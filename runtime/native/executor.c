@@ -18,7 +18,7 @@ static ep_status failed(ep_session *s, ep_status status, uint32_t op) {
 }
 
 ep_status ep_run_open_ops(ep_session *s) {
-    ep_context context = {s->scratch, s->scratch_bytes / sizeof(float), s->error};
+    ep_context context = ep_context_of(s);
     for (uint32_t i = 0; i < s->open_ops; i++) {
         ep_status status = ep_kernel_for(s->nodes[i].id)->run(&s->nodes[i], &context);
         if (status != EP_OK) return failed(s, status, i);
@@ -29,7 +29,7 @@ ep_status ep_run_open_ops(ep_session *s) {
 ep_status ep_run(ep_session *s) {
     if (!s) return EP_ERR_ARGUMENT;
     s->error[0] = 0;
-    ep_context context = {s->scratch, s->scratch_bytes / sizeof(float), s->error};
+    ep_context context = ep_context_of(s);
 #ifdef EP_PROFILE
     uint64_t last = ep_profile_now();
 #endif

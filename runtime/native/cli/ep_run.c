@@ -1,5 +1,6 @@
 /* ep_run: runs an .epk plan on .npy inputs (in the plan's input order) and writes each output to OUT_DIR/<i>.npy.
-   usage: ep_run PLAN.epk OUT_DIR [--repeat N] INPUT.npy...   (--repeat prints the median run time in ms)
+   usage: ep_run PLAN.epk OUT_DIR [--repeat N] [--threads N] INPUT.npy...
+   --repeat prints the median run time in ms; --threads runs the convs and products on a pool of N threads.
    A profiling build (-DEP_PROFILE) also prints, after the runs, `mean_ms` (the runs' mean, timed around ep_run) and
    one line per op that ran, `op INDEX OP_ID CALLS TOTAL_NS`, over all runs. */
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 
 #include "../include/edgepack.h"
+#include "../pool/ep_pool.h"
 #include "npy.h"
 
 static void *read_file(const char *path, size_t *length) {
@@ -96,18 +98,24 @@ static int compare_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static int32_t threads = 1; /* --threads */
+static ep_pool *pool;        /* its pool and the workers' scratch, when above 1 */
+static void *worker_scratch;
+
 static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs,
                void *plan, size_t plan_len, void **memory);
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: ep_run PLAN.epk OUT_DIR [--repeat N] INPUT.npy...\n");
+        fprintf(stderr, "usage: ep_run PLAN.epk OUT_DIR [--repeat N] [--threads N] INPUT.npy...\n");
         return 2;
     }
     int first_input = 3, repeat = 1;
-    if (argc > 4 && strcmp(argv[3], "--repeat") == 0) {
-        repeat = atoi(argv[4]) > 0 ? atoi(argv[4]) : 1;
-        first_input = 5;
+    for (; first_input + 1 < argc && strncmp(argv[first_input], "--", 2) == 0; first_input += 2) {
+        int value = atoi(argv[first_input + 1]) > 0 ? atoi(argv[first_input + 1]) : 1;
+        if (strcmp(argv[first_input], "--repeat") == 0) repeat = value;
+        else if (strcmp(argv[first_input], "--threads") == 0) threads = value;
+        else break;
     }
     size_t plan_len = 0;
     void *plan = read_file(argv[1], &plan_len);
@@ -117,6 +125,8 @@ int main(int argc, char **argv) {
     }
     void *memory = 0;
     int code = run(argv[2], repeat, argv + first_input, argc - first_input, plan, plan_len, &memory);
+    ep_pool_destroy(pool);
+    free(worker_scratch);
     free(memory);
     free(plan);
     return code;
@@ -189,6 +199,19 @@ static int run_repeatedly(ep_session *session, const npy_array *arrays, int repe
     return 0;
 }
 
+/* With --threads, the session's workers: the pool and their scratch. */
+static int use_threads(ep_session *session) {
+    pool = ep_pool_create(threads);
+    size_t bytes = (ep_worker_scratch_bytes(session) * (size_t)(threads - 1) + 63) / 64 * 64;
+    worker_scratch = aligned_alloc(64, bytes ? bytes : 64);
+    if (!pool || !worker_scratch ||
+        ep_set_workers(session, ep_pool_loop, pool, threads, worker_scratch, bytes) != EP_OK) {
+        fprintf(stderr, "ep_run: cannot start %d threads\n", threads);
+        return 4;
+    }
+    return 0;
+}
+
 static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs,
                void *plan, size_t plan_len, void **memory) {
     size_t needed = 0;
@@ -208,6 +231,7 @@ static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs
         fprintf(stderr, "ep_run: the plan has %zu inputs, %d given\n", ep_input_count(session), n_inputs);
         return 2;
     }
+    if (threads > 1 && use_threads(session)) return 4;
     npy_array *arrays = calloc((size_t)n_inputs + 1, sizeof *arrays);
     int code = load_inputs(session, input_paths, arrays);
     if (!code) code = run_repeatedly(session, arrays, repeat);

@@ -57,8 +57,25 @@ const char *ep_open_error(const void *memory, size_t memory_len);
 /* Runs every op once; inputs must have been written first.
    Threads: the core has no global state. One session runs one ep_run at a time (its arena holds the run), so a
    session used from several threads needs the caller's lock; sessions opened on separate memory may run at once,
-   and may share one plan (it is only read). */
+   and may share one plan (it is only read). One run may also use several threads: ep_set_workers. */
 ep_status ep_run(ep_session *session);
+
+/* Parallel loops, optional (the core keeps no thread of its own): a host with threads hands a session a loop that
+   calls task(arg, worker, index) once for every index in [0, count), on at most `workers` threads at once, each with
+   its own worker number (0 to workers - 1, 0 being the caller's thread), and returns when every call has returned.
+   runtime/native/pool/ep_pool.c is one such loop, on POSIX threads. */
+typedef void (*ep_task)(void *arg, int32_t worker, int64_t index);
+typedef void (*ep_parallel_loop)(void *pool, int64_t count, ep_task task, void *arg);
+
+/* The scratch bytes each worker beyond the first needs (the session's own scratch serves worker 0). */
+size_t ep_worker_scratch_bytes(const ep_session *session);
+
+/* From the next ep_run on, the session splits its convs and matrix products into tasks for `loop` on `workers`
+   threads; `memory` (aligned to EP_MEMORY_ALIGN, not used by anything else while the session is) holds workers - 1
+   scratch areas of ep_worker_scratch_bytes (none, and memory may be NULL, when that is 0). Every output is the same, bit for bit, as on one thread: a task never
+   splits a sum. `workers` 1 (loop and memory NULL) returns to one thread. */
+ep_status ep_set_workers(ep_session *session, ep_parallel_loop loop, void *pool, int32_t workers, void *memory,
+                         size_t memory_len);
 
 /* The message of the last error of this session ("" when none). */
 const char *ep_error(const ep_session *session);

@@ -1,12 +1,9 @@
-/* Conv (1-D and 2-D; grouped, depthwise, dilated, padded; fused bias and activation) and ConvTranspose.
-   Params: spatial rank, group, kernel h w, stride h w, pad top left, pad bottom right, dilation h w, activation,
-   activation a, activation b; ConvTranspose adds output padding h w after them. 1-D runs as H = 1. */
+/* Conv (1-D and 2-D; grouped, depthwise, dilated, padded; fused bias and activation), and the geometry it shares with
+   ConvTranspose (conv_transpose.c). 1-D runs as H = 1. */
 #include "conv.h"
 #include "vector_math.h"
 
 enum { P_RANK, P_GROUP, P_KH, P_KW, P_SH, P_SW, P_PT, P_PL, P_PB, P_PR, P_DH, P_DW, P_ACT };
-#define CONV_PARAMS 15
-#define CONV_TRANSPOSE_PARAMS 17
 
 static int spatial(const ep_tensor *t, int64_t *h, int64_t *w) {
     if (t->rank == 4) {
@@ -22,7 +19,7 @@ static int spatial(const ep_tensor *t, int64_t *h, int64_t *w) {
     return 0;
 }
 
-static ep_status read_shape(const ep_node *n, conv_shape *s, uint32_t n_params, int transpose, char *error) {
+ep_status ep_conv_read_shape(const ep_node *n, conv_shape *s, uint32_t n_params, int transpose, char *error) {
     ep_status status = ep_expect(n, 2, 3, 1, error);
     if (status != EP_OK) return status;
     if (n->n_params != n_params) return ep_fail(error, n, ": bad parameters");
@@ -140,7 +137,7 @@ static int padded_conv_of(const conv_shape *s, padded_conv *p) {
 
 static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     conv_shape s = {0};
-    ep_status status = read_shape(n, &s, CONV_PARAMS, 0, error);
+    ep_status status = ep_conv_read_shape(n, &s, EP_CONV_PARAMS, 0, error);
     if (status != EP_OK) return status;
     size_t k = (size_t)(s.cg * s.kh * s.kw);
     padded_conv p = {0};
@@ -171,12 +168,33 @@ static void im2col_transposed(float *col, const float *x, const conv_shape *s) {
                 }
 }
 
-static void run_narrow(const conv_shape *s, const float *xg, const float *wg, const float *bias, float *yg,
+/* Rows [begin, end) of a narrow conv's product: its weight rows' dot products with the im2col matrix's rows. */
+typedef struct narrow_rows {
+    const conv_shape *s;
+    const float *wg, *col;
+    float *yg;
+    const ep_epilogue *e;
+    int64_t tasks;
+} narrow_rows;
+
+static void narrow_task(void *arg, int32_t worker, int64_t index) {
+    const narrow_rows *r = (const narrow_rows *)arg;
+    const conv_shape *s = r->s;
+    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, begin, end;
+    (void)worker;
+    ep_task_range(s->mg, r->tasks, index, EP_GEMM_MR, &begin, &end);
+    ep_epilogue e = *r->e;
+    if (e.row_bias) e.row_bias += begin;
+    ep_gemm_dot(end - begin, ohw, k, r->wg + begin * k, r->col, k, r->yg + begin * ohw, ohw, 1, &e);
+}
+
+static void run_narrow(const conv_shape *s, const float *xg, const float *wg, float *yg, const ep_epilogue *e,
                        const ep_context *ctx) {
     int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw;
     im2col_transposed(ctx->scratch, xg, s);
-    ep_epilogue e = {bias, 1.0f, 0, s->act, s->act_a, s->act_b};
-    ep_gemm_dot(s->mg, ohw, k, wg, ctx->scratch, k, yg, ohw, 1, &e);
+    narrow_rows r = {s, wg, ctx->scratch, yg, e, 0};
+    r.tasks = ep_task_count(ctx, (s->mg + EP_GEMM_MR - 1) / EP_GEMM_MR, (double)(s->mg * k * ohw));
+    ep_parallel(ctx, r.tasks, narrow_task, &r);
 }
 
 /* One row (c, ky, kx) of a panel whose columns lie in one output row, fully inside the input: a strided
@@ -297,199 +315,158 @@ static int32_t *direct_offsets(const conv_shape *s, const ep_context *ctx) {
     return offsets;
 }
 
-/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of
-   the padded width, all of it read in place, then the grid's first ow columns of each row copied out. */
-static void run_padded(const conv_shape *s, const padded_conv *p, const float *xg, const float *wg, float *yg,
-                       const ep_epilogue *e, float *scratch) {
-    float *input = scratch, *grid = scratch + p->input;
-    int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
-    if (p->stride == 1) ep_zero_padded(s, xg, s->cg, p->hp, p->wp, input, (size_t)p->input);
-    else ep_zero_padded_phases(s, xg, 2, p->hp, p->wp, input, (size_t)p->input);
-    int64_t k = s->cg * s->kh * s->kw;
-    tap_offsets(s, p->hp, p->wp, p->stride, offsets);
-    if (s->ow % EP_GEMM_NR == 0) { /* whole panels in each output row: written in place, no grid to copy out */
-        for (int64_t oy = 0; oy < s->oh; oy++)
-            for (int64_t ox = 0; ox < s->ow; ox += EP_GEMM_NR)
-                ep_gemm_direct(s->mg, k, wg, k, 1, input + oy * p->wp + ox, offsets, yg + oy * s->ow + ox,
-                               s->oh * s->ow, e);
-        return;
+/* One group's product split into tasks by output columns (whole panels), each on its worker's scratch. */
+typedef struct conv_columns {
+    const conv_shape *s;
+    const padded_conv *padded;
+    const float *xg, *wg;
+    float *input, *yg, *grid; /* input and grid: a padded conv's zero-padded input and output grid */
+    const int32_t *offsets;
+    const ep_epilogue *e;
+    const ep_context *ctx;
+    int64_t columns, tasks, block;
+} conv_columns;
+
+/* A padded conv's panels, all read in place: on the grid of the padded width, or, when each output row holds whole
+   panels, straight into the output. */
+static void padded_task(void *arg, int32_t worker, int64_t index) {
+    const conv_columns *c = (const conv_columns *)arg;
+    const conv_shape *s = c->s;
+    int64_t k = s->cg * s->kh * s->kw, ohw = s->oh * s->ow, wp = c->padded->wp, begin, end;
+    (void)worker;
+    ep_task_range(c->columns, c->tasks, index, EP_GEMM_NR, &begin, &end);
+    for (int64_t n0 = begin; n0 < end; n0 += EP_GEMM_NR) {
+        if (c->grid)
+            ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + n0, c->offsets, c->grid + n0, c->padded->grid, c->e);
+        else
+            ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + n0 / s->ow * wp + n0 % s->ow, c->offsets, c->yg + n0,
+                           ohw, c->e);
     }
-    for (int64_t n0 = 0; n0 < s->oh * p->wp; n0 += EP_GEMM_NR)
-        ep_gemm_direct(s->mg, k, wg, k, 1, input + n0, offsets, grid + n0, p->grid, e);
-    for (int64_t m = 0; m < s->mg; m++)
-        for (int64_t oy = 0; oy < s->oh; oy++)
-            ep_memcpy(yg + (m * s->oh + oy) * s->ow, grid + m * p->grid + oy * p->wp, (size_t)s->ow * sizeof(float));
 }
 
-/* One group's product panel by panel: a full panel in one output row whose taps are all inside the input is read
-   in place; the others are packed first. */
-static void run_direct(const conv_shape *s, const float *xg, const float *wg, float *yg, const int32_t *offsets,
-                       const ep_epilogue *e, const ep_context *ctx) {
-    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw;
-    for (int64_t n0 = 0; n0 < ohw; n0 += EP_GEMM_NR) {
+/* A full panel in one output row whose taps are all inside the input is read in place; the others are packed
+   first. */
+static void direct_task(void *arg, int32_t worker, int64_t index) {
+    const conv_columns *c = (const conv_columns *)arg;
+    const conv_shape *s = c->s;
+    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, begin, end;
+    float *packed = ep_worker_scratch(c->ctx, worker);
+    ep_task_range(ohw, c->tasks, index, EP_GEMM_NR, &begin, &end);
+    for (int64_t n0 = begin; n0 < end; n0 += EP_GEMM_NR) {
         int64_t cols = ohw - n0 < EP_GEMM_NR ? ohw - n0 : EP_GEMM_NR;
         int64_t oy = n0 / s->ow, ox = n0 % s->ow;
         int64_t iy = oy * s->sh - s->pt, ix = ox - s->pl;
         if (cols == EP_GEMM_NR && ox + EP_GEMM_NR <= s->ow && iy >= 0 && iy + (s->kh - 1) * s->dh < s->h &&
             ix >= 0 && ix + EP_GEMM_NR - 1 + (s->kw - 1) * s->dw < s->w) {
-            ep_gemm_direct(s->mg, k, wg, k, 1, xg + iy * s->w + ix, offsets, yg + n0, ohw, e);
+            ep_gemm_direct(s->mg, k, c->wg, k, 1, c->xg + iy * s->w + ix, c->offsets, c->yg + n0, ohw, c->e);
             continue;
         }
-        pack_im2col(ctx->scratch, xg, s, n0, cols);
-        ep_gemm_packed(s->mg, k, cols, wg, k, 1, ctx->scratch, yg + n0, ohw, e);
+        pack_im2col(packed, c->xg, s, n0, cols);
+        ep_gemm_packed(s->mg, k, cols, c->wg, k, 1, packed, c->yg + n0, ohw, c->e);
     }
+}
+
+/* Blocks of columns packed (a 1x1 conv's input rows, or im2col) into the worker's scratch, then multiplied. */
+static void packed_task(void *arg, int32_t worker, int64_t index) {
+    const conv_columns *c = (const conv_columns *)arg;
+    const conv_shape *s = c->s;
+    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, begin, end;
+    float *packed = ep_worker_scratch(c->ctx, worker);
+    ep_task_range(ohw, c->tasks, index, EP_GEMM_NR, &begin, &end);
+    for (int64_t n0 = begin; n0 < end; n0 += c->block) {
+        int64_t nb = end - n0 < c->block ? end - n0 : c->block;
+        if (is_pointwise(s)) ep_pack_strided(packed, c->xg, k, n0, nb, s->h * s->w, 1);
+        else pack_im2col(packed, c->xg, s, n0, nb);
+        ep_gemm_packed(s->mg, k, nb, c->wg, k, 1, packed, c->yg + n0, ohw, c->e);
+    }
+}
+
+/* Channels [begin, end) of a padded conv's input zero-padded (or split into phases) into c->input, the last task
+   zeroing the slack after them too. */
+static void padding_task(void *arg, int32_t worker, int64_t index) {
+    const conv_columns *c = (const conv_columns *)arg;
+    const padded_conv *p = c->padded;
+    conv_shape part = *c->s;
+    int64_t per_channel = p->stride * p->stride * p->hp * p->wp, begin, end;
+    (void)worker;
+    ep_task_range(part.cg, c->tasks, index, 1, &begin, &end);
+    part.cg = end - begin;
+    size_t floats = (size_t)(end == c->s->cg ? p->input - begin * per_channel : part.cg * per_channel);
+    float *input = c->input + begin * per_channel;
+    const float *x = c->xg + begin * part.h * part.w;
+    if (p->stride == 1) ep_zero_padded(&part, x, part.cg, p->hp, p->wp, input, floats);
+    else ep_zero_padded_phases(&part, x, 2, p->hp, p->wp, input, floats);
+}
+
+/* Output channels [begin, end) copied out of the grid: each row's first ow columns. */
+static void copy_out_task(void *arg, int32_t worker, int64_t index) {
+    const conv_columns *c = (const conv_columns *)arg;
+    const conv_shape *s = c->s;
+    int64_t begin, end;
+    (void)worker;
+    ep_task_range(s->mg, c->tasks, index, 1, &begin, &end);
+    for (int64_t m = begin; m < end; m++)
+        for (int64_t oy = 0; oy < s->oh; oy++)
+            ep_memcpy(c->yg + (m * s->oh + oy) * s->ow, c->grid + m * c->padded->grid + oy * c->padded->wp,
+                      (size_t)s->ow * sizeof(float));
+}
+
+/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of
+   the padded width, all of it read in place, then the grid's first ow columns of each row copied out. Each of the
+   three steps is split into tasks; the padding and the copy are bound by memory, a task each per worker. */
+static void run_padded(conv_columns *c, float *scratch) {
+    const conv_shape *s = c->s;
+    const padded_conv *p = c->padded;
+    float *grid = scratch + p->input;
+    int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
+    c->input = scratch;
+    c->tasks = ep_task_count(c->ctx, s->cg, (double)p->input * EP_COPY_WORK);
+    ep_parallel(c->ctx, c->tasks, padding_task, c);
+    tap_offsets(s, p->hp, p->wp, p->stride, offsets);
+    c->offsets = offsets;
+    c->grid = s->ow % EP_GEMM_NR ? grid : 0;
+    c->columns = c->grid ? s->oh * p->wp : s->oh * s->ow;
+    c->tasks = ep_task_count(c->ctx, (c->columns + EP_GEMM_NR - 1) / EP_GEMM_NR,
+                             (double)(s->mg * s->cg * s->kh * s->kw * c->columns));
+    ep_parallel(c->ctx, c->tasks, padded_task, c);
+    if (!c->grid) return;
+    c->tasks = ep_task_count(c->ctx, s->mg, (double)(s->mg * s->oh * s->ow) * EP_COPY_WORK);
+    ep_parallel(c->ctx, c->tasks, copy_out_task, c);
 }
 
 static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
     conv_shape s = {0};
     char unused[EP_ERROR_CAPACITY];
-    read_shape(n, &s, CONV_PARAMS, 0, unused);
+    ep_conv_read_shape(n, &s, EP_CONV_PARAMS, 0, unused);
     const float *x = (const float *)n->in[0]->data, *w = (const float *)n->in[1]->data;
     const float *bias = n->n_in > 2 && n->in[2] ? (const float *)n->in[2]->data : 0;
     float *y = (float *)n->out[0]->data;
     int64_t hw = s.h * s.w, ohw = s.oh * s.ow, k = s.cg * s.kh * s.kw;
     if (is_depthwise(&s)) {
-        for (int64_t b = 0; b < s.n; b++) ep_depthwise(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx->scratch);
+        for (int64_t b = 0; b < s.n; b++) ep_depthwise(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx);
         return EP_OK;
     }
     if (ep_winograd_applies(&s)) {
-        for (int64_t b = 0; b < s.n; b++) ep_winograd(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx->scratch);
+        for (int64_t b = 0; b < s.n; b++) ep_winograd(&s, x + b * s.c * hw, w, bias, y + b * s.m * ohw, ctx);
         return EP_OK;
     }
     if (s.w == 1 && s.kw == 1 && s.ow == 1) lay_along_w(&s);
-    int64_t block = ep_gemm_block_columns(k, ctx->scratch_floats);
     padded_conv padded = {0};
     int run_on_padding = padded_conv_of(&s, &padded);
     int32_t *offsets = run_on_padding ? 0 : direct_offsets(&s, ctx);
+    int64_t tasks = ep_task_count(ctx, (ohw + EP_GEMM_NR - 1) / EP_GEMM_NR, (double)(s.mg * k * ohw));
     for (int64_t b = 0; b < s.n; b++) {
         for (int64_t g = 0; g < s.group; g++) {
-            const float *xg = x + (b * s.c + g * s.cg) * hw;
-            float *yg = y + (b * s.m + g * s.mg) * ohw;
-            if (is_narrow(&s)) {
-                run_narrow(&s, xg, w + g * s.mg * k, bias ? bias + g * s.mg : 0, yg, ctx);
-                continue;
-            }
             ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
-            if (run_on_padding) {
-                run_padded(&s, &padded, xg, w + g * s.mg * k, yg, &e, ctx->scratch);
-                continue;
-            }
-            if (offsets) {
-                run_direct(&s, xg, w + g * s.mg * k, yg, offsets, &e, ctx);
-                continue;
-            }
-            for (int64_t n0 = 0; n0 < ohw; n0 += block) {
-                int64_t nb = ohw - n0 < block ? ohw - n0 : block;
-                if (is_pointwise(&s)) ep_pack_strided(ctx->scratch, xg, k, n0, nb, hw, 1);
-                else pack_im2col(ctx->scratch, xg, &s, n0, nb);
-                ep_gemm_packed(s.mg, k, nb, w + g * s.mg * k, k, 1, ctx->scratch, yg + n0, ohw, &e);
-            }
+            conv_columns c = {&s, &padded, x + (b * s.c + g * s.cg) * hw, w + g * s.mg * k, 0,
+                              y + (b * s.m + g * s.mg) * ohw, 0, offsets, &e, ctx, ohw, tasks,
+                              ep_gemm_block_columns(k, ctx->scratch_floats)};
+            if (is_narrow(&s)) run_narrow(&s, c.xg, c.wg, c.yg, &e, ctx);
+            else if (run_on_padding) run_padded(&c, ctx->scratch);
+            else ep_parallel(ctx, tasks, offsets ? direct_task : packed_task, &c);
         }
-    }
-    return EP_OK;
-}
-
-static ep_status check_conv_transpose(const ep_node *n, size_t *scratch, char *error) {
-    conv_shape s = {0};
-    ep_status status = read_shape(n, &s, CONV_TRANSPOSE_PARAMS, 1, error);
-    if (status != EP_OK) return status;
-    *scratch = (size_t)(s.cg + s.mg * s.kh * s.kw) * EP_GEMM_NR * sizeof(float);
-    return EP_OK;
-}
-
-/* Adds each row (m, ky, kx) of the product block (input positions n0 .. n0 + nb) to the output positions its
-   taps reach: along each input row's run of positions, the outputs inside are one strided stretch. */
-static void scatter_columns(const conv_shape *s, const float *cols, int64_t rows, int64_t n0, int64_t nb, float *y) {
-    int64_t ohw = s->oh * s->ow;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t m = r / (s->kh * s->kw), ky = r / s->kw % s->kh, kx = r % s->kw;
-        float *plane = y + m * ohw;
-        const float *src = cols + r * nb;
-        int64_t iy = n0 / s->w, ix = n0 % s->w;
-        for (int64_t j = 0; j < nb; iy++, ix = 0) {
-            int64_t run = s->w - ix < nb - j ? s->w - ix : nb - j;
-            int64_t oy = iy * s->sh - s->pt + ky * s->dh, ox0 = ix * s->sw - s->pl + kx * s->dw;
-            if (oy >= 0 && oy < s->oh) {
-                float *out = plane + oy * s->ow + ox0;
-                int64_t lo = first_valid(ox0, s->sw);
-                int64_t hi = s->ow - 1 - ox0 < 0 ? 0 : (s->ow - 1 - ox0) / s->sw + 1;
-                hi = hi < run ? hi : run;
-                for (int64_t t = lo; t < hi; t++) out[t * s->sw] += src[j + t];
-            }
-            j += run;
-        }
-    }
-}
-
-/* Whether each output position takes exactly one tap: the kernel is the stride, without padding or dilation, and the
-   output is the input's size times the stride (an upsampling ConvTranspose). */
-static int is_tiling(const conv_shape *s) {
-    return s->kh == s->sh && s->kw == s->sw && s->dh == 1 && s->dw == 1 && s->pt == 0 && s->pl == 0 &&
-           s->oh == s->h * s->sh && s->ow == s->w * s->sw;
-}
-
-/* scatter_columns for a tiling ConvTranspose: each row (m, ky, kx) of the product block is written to the output
-   positions its taps reach, plus the bias, the kw rows of (m, ky) together along each input row's run, which is
-   then one stretch of an output row, activated in place. */
-static void place_columns(const conv_shape *s, const float *cols, int64_t rows, int64_t n0, int64_t nb,
-                          const float *bias, float *y) {
-    int64_t ohw = s->oh * s->ow, taps = s->kh * s->kw;
-    for (int64_t r = 0; r < rows; r += s->kw) {
-        int64_t m = r / taps, ky = r / s->kw % s->kh;
-        float b = bias ? bias[m] : 0.0f;
-        int64_t iy = n0 / s->w, ix = n0 % s->w;
-        for (int64_t j = 0; j < nb; iy++, ix = 0) {
-            int64_t run = s->w - ix < nb - j ? s->w - ix : nb - j;
-            float *out = y + m * ohw + (iy * s->sh + ky) * s->ow + ix * s->sw;
-            const float *src = cols + r * nb + j;
-            if (s->sw == 2)
-                for (int64_t t = 0; t < run; t++) {
-                    out[2 * t] = src[t] + b;
-                    out[2 * t + 1] = src[nb + t] + b;
-                }
-            else
-                for (int64_t kx = 0; kx < s->kw; kx++)
-                    for (int64_t t = 0; t < run; t++) out[t * s->sw + kx] = src[kx * nb + t] + b;
-            ep_activate_row(s->act, out, out, run * s->sw, s->act_a, s->act_b);
-            j += run;
-        }
-    }
-}
-
-static ep_status run_conv_transpose(const ep_node *n, const ep_context *ctx) {
-    conv_shape s = {0};
-    char unused[EP_ERROR_CAPACITY];
-    read_shape(n, &s, CONV_TRANSPOSE_PARAMS, 1, unused);
-    const float *x = (const float *)n->in[0]->data, *w = (const float *)n->in[1]->data;
-    const float *bias = n->n_in > 2 && n->in[2] ? (const float *)n->in[2]->data : 0;
-    float *y = (float *)n->out[0]->data;
-    int64_t hw = s.h * s.w, ohw = s.oh * s.ow, rows = s.mg * s.kh * s.kw;
-    int64_t block = ep_gemm_block_columns(s.cg + rows, ctx->scratch_floats);
-    float *packed = ctx->scratch, *cols = ctx->scratch + s.cg * block;
-    int tiling = is_tiling(&s);
-    for (int64_t b = 0; b < s.n; b++) {
-        for (int64_t m = 0; m < s.m && !tiling; m++) {
-            float v = bias ? bias[m] : 0.0f;
-            float *plane = y + (b * s.m + m) * ohw;
-            for (int64_t i = 0; i < ohw; i++) plane[i] = v;
-        }
-        for (int64_t g = 0; g < s.group; g++) {
-            const float *xg = x + (b * s.c + g * s.cg) * hw;
-            const float *wg = w + g * s.cg * rows;
-            float *yg = y + (b * s.m + g * s.mg) * ohw;
-            ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
-            for (int64_t n0 = 0; n0 < hw; n0 += block) {
-                int64_t nb = hw - n0 < block ? hw - n0 : block;
-                ep_pack_strided(packed, xg, s.cg, n0, nb, hw, 1);
-                ep_gemm_packed(rows, s.cg, nb, wg, 1, rows, packed, cols, nb, &e);
-                if (tiling) place_columns(&s, cols, rows, n0, nb, bias ? bias + g * s.mg : 0, yg);
-                else scatter_columns(&s, cols, rows, n0, nb, yg);
-            }
-        }
-        if (!tiling) ep_activate_row(s.act, y + b * s.m * ohw, y + b * s.m * ohw, s.m * ohw, s.act_a, s.act_b);
     }
     return EP_OK;
 }
 
 const ep_kernel ep_kernel_conv = {"Conv", check_conv, run_conv};
-const ep_kernel ep_kernel_conv_transpose = {"ConvTranspose", check_conv_transpose, run_conv_transpose};

@@ -12,6 +12,14 @@ typedef struct conv_shape {
     float act_a, act_b;
 } conv_shape;
 
+/* The node's params: spatial rank, group, kernel h w, stride h w, pad top left, pad bottom right, dilation h w,
+   activation, activation a, activation b; ConvTranspose's add output padding h w after them. */
+#define EP_CONV_PARAMS 15
+#define EP_CONV_TRANSPOSE_PARAMS 17
+
+/* Reads and checks a Conv's (or, with `transpose`, a ConvTranspose's) geometry from its node. */
+ep_status ep_conv_read_shape(const ep_node *n, conv_shape *s, uint32_t n_params, int transpose, char *error);
+
 /* The smallest o >= 0 with o * stride + offset >= 0. */
 static inline int64_t first_valid(int64_t offset, int64_t stride) {
     return offset >= 0 ? 0 : (-offset + stride - 1) / stride;
@@ -44,8 +52,9 @@ void ep_deinterleave(const float *src, int64_t n, float *even, float *odd);
 /* The scratch a depthwise conv takes, in floats (0 for planes run in place). */
 size_t ep_depthwise_scratch_floats(const conv_shape *s);
 /* One image's depthwise conv, x into y: each channel's bias (bias may be NULL) plus the taps of its kernel in w, then
-   the activation. */
-void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y, float *scratch);
+   the activation; channels split into tasks for the context's workers. */
+void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y,
+                  const ep_context *ctx);
 
 /* 3x3 stride-1 convs (group 1, no dilation) of at least EP_WINOGRAD_MIN_CHANNELS input and output channels and
    EP_WINOGRAD_MIN_TILES 2x2 output tiles, whose 16 transformed filters take at most EP_WINOGRAD_MAX_WEIGHT_FLOATS,
@@ -65,7 +74,9 @@ static inline int ep_winograd_applies(const conv_shape *s) {
 int ep_winograd_applies(const conv_shape *s);
 #endif
 size_t ep_winograd_scratch_floats(const conv_shape *s);
-/* One image's conv (group 1), x into y, through Winograd F(2x2, 3x3), then the activation. */
-void ep_winograd(const conv_shape *s, const float *x, const float *w, const float *bias, float *y, float *scratch);
+/* One image's conv (group 1), x into y, through Winograd F(2x2, 3x3), then the activation; batches of tiles split
+   into tasks for the context's workers. */
+void ep_winograd(const conv_shape *s, const float *x, const float *w, const float *bias, float *y,
+                 const ep_context *ctx);
 
 #endif

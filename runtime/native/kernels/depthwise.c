@@ -434,17 +434,44 @@ size_t ep_depthwise_scratch_floats(const conv_shape *s) {
     return is_blocked_depthwise(s) ? blocked_floats(s) : band_floats(s);
 }
 
-void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y, float *scratch) {
+/* Channels [begin, end) of a depthwise conv (whole blocks of lanes, for the blocked form), on the worker's scratch. */
+typedef struct depthwise_channels {
+    const conv_shape *s;
+    const float *x, *w, *bias;
+    float *y;
+    const ep_context *ctx;
+    int64_t tasks;
+} depthwise_channels;
+
+static void depthwise_task(void *arg, int32_t worker, int64_t index) {
+    const depthwise_channels *d = (const depthwise_channels *)arg;
+    const conv_shape *s = d->s;
+    float *scratch = ep_worker_scratch(d->ctx, worker);
+    int64_t begin, end;
 #if defined(__GNUC__) || defined(__clang__)
     if (is_blocked_depthwise(s)) {
-        for (int64_t c0 = 0; c0 < s->c; c0 += DW_LANES) depthwise_lanes(s, x, w, bias, y, c0, scratch);
+        ep_task_range(s->c, d->tasks, index, DW_LANES, &begin, &end);
+        for (int64_t c0 = begin; c0 < end; c0 += DW_LANES) depthwise_lanes(s, d->x, d->w, d->bias, d->y, c0, scratch);
         return;
     }
 #endif
+    ep_task_range(s->c, d->tasks, index, 1, &begin, &end);
     dw_band b = band_of(s);
     int64_t *taps = (int64_t *)(void *)(scratch + band_floats(s) - 2 * s->kh * s->kw);
     tap_offsets(s, &b, taps);
-    for (int64_t c = 0; c < s->c; c++)
-        depthwise_plane(s, &b, taps, x + c * s->h * s->w, w + c * s->kh * s->kw, bias ? bias[c] : 0.0f,
-                        y + c * s->oh * s->ow, scratch);
+    for (int64_t c = begin; c < end; c++)
+        depthwise_plane(s, &b, taps, d->x + c * s->h * s->w, d->w + c * s->kh * s->kw, d->bias ? d->bias[c] : 0.0f,
+                        d->y + c * s->oh * s->ow, scratch);
+}
+
+void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y,
+                  const ep_context *ctx) {
+#if defined(__GNUC__) || defined(__clang__)
+    int64_t units = is_blocked_depthwise(s) ? (s->c + DW_LANES - 1) / DW_LANES : s->c;
+#else
+    int64_t units = s->c;
+#endif
+    depthwise_channels d = {s, x, w, bias, y, ctx, 0};
+    d.tasks = ep_task_count(ctx, units, (double)(s->c * s->oh * s->ow * s->kh * s->kw));
+    ep_parallel(ctx, d.tasks, depthwise_task, &d);
 }

@@ -72,9 +72,9 @@ void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
 void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, const float *panels, float *c,
                        int64_t ldc, const ep_epilogue *epilogue);
 
-/* Panel p (K x EP_PREPACKED_COLUMNS floats) of a PackedMatMul's B: in place for a float32 B, dequantized into the
-   scratch for a quantized one. */
-typedef const float *(*ep_panel_source)(void *state, int64_t p);
+/* Panel p (K x EP_PREPACKED_COLUMNS floats) of a PackedMatMul's B: in place for a float32 B, dequantized into
+   `scratch` (the worker's) for a quantized one. */
+typedef const float *(*ep_panel_source)(void *state, int64_t p, float *scratch);
 
 /* For an op with params N, activation, activation a, activation b and an optional bias per column (PackedMatMul,
    Int8MatMul): every row of node n's output set to the bias, and the epilogue that adds the product to it (or
@@ -82,8 +82,8 @@ typedef const float *(*ep_panel_source)(void *state, int64_t p);
 ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias);
 
 /* Runs PackedMatMul node n (A, B, optional bias; params N, activation, a, b) a panel of B at a time, each panel
-   from `source`. */
-void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state);
+   from `source`, the panels split into tasks for the context's workers. */
+void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state, const ep_context *ctx);
 
 /* C[0:M, 0:NR] (one full panel of columns) (+)= alpha * A x B, row kk of B read in place: the NR floats at
    b + offsets[kk] (a conv's input, without im2col), then bias and activation. */

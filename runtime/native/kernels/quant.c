@@ -99,7 +99,9 @@ static ep_status run_quantized(const ep_kernel *inner, const ep_node *n, const e
                    n->params[s->own_params + 2 * k + 1], ctx->scratch + used);
         used += scratch_floats(w);
     }
-    ep_context rest = {ctx->scratch + used, ctx->scratch_floats - used, ctx->error};
+    ep_context rest = *ctx;
+    rest.scratch += used;
+    rest.scratch_floats -= used;
     return inner->run(&view, &rest);
 }
 
@@ -133,10 +135,9 @@ static void int8_panel(const int8_t *q, const float *steps, int64_t k, int64_t b
 typedef struct panel_source {
     const ep_tensor *w, *scale;
     int32_t axis, block;
-    float *out;
 } panel_source;
 
-static const float *dequantized_panel(void *state, int64_t p) {
+static const float *dequantized_panel(void *state, int64_t p, float *out) {
     panel_source *src = (panel_source *)state;
     const ep_tensor *w = src->w;
     int64_t floats = w->dims[1] * w->dims[2];
@@ -151,18 +152,17 @@ static const float *dequantized_panel(void *state, int64_t p) {
         scale.data = (char *)scale.data + (size_t)(p * scale.count * ep_dtype_bits(scale.dtype) / 8);
     }
     if (w->dtype == EP_I8 && scale.dtype == EP_F32)
-        int8_panel((const int8_t *)panel.data, (const float *)scale.data, w->dims[1], src->block, src->out);
+        int8_panel((const int8_t *)panel.data, (const float *)scale.data, w->dims[1], src->block, out);
     else
-        ep_dequantize(&panel, src->scale ? &scale : 0, src->axis, src->block, src->out);
-    return src->out;
+        ep_dequantize(&panel, src->scale ? &scale : 0, src->axis, src->block, out);
+    return out;
 }
 
 static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {
     const slots *s = slots_of(n->id);
     if (!is_quantized_form(n, s) || n->in[1]->dtype == EP_F32) return run_quantized(&ep_kernel_packed_matmul, n, ctx);
-    panel_source src = {n->in[1], n->in[s->own_inputs], n->params[s->own_params], n->params[s->own_params + 1],
-                        ctx->scratch};
-    ep_packed_matmul(n, dequantized_panel, &src);
+    panel_source src = {n->in[1], n->in[s->own_inputs], n->params[s->own_params], n->params[s->own_params + 1]};
+    ep_packed_matmul(n, dequantized_panel, &src, ctx);
     return EP_OK;
 }
 

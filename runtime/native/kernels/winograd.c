@@ -186,9 +186,41 @@ static void transform_output(const conv_shape *s, const winograd_layout *l, int6
     }
 }
 
-void ep_winograd(const conv_shape *s, const float *x, const float *w, const float *bias, float *y, float *scratch) {
+/* Batches [begin, end) of WINOGRAD_TILES tiles: their inputs transformed into the worker's V, the 16 products into
+   its M, and those transformed into the output. U and the phases are shared, read only. */
+typedef struct winograd_batches {
+    const conv_shape *s;
+    const winograd_layout *l;
+    const float *bias;
+    float *y;
+    const ep_context *ctx;
+    int64_t tasks;
+} winograd_batches;
+
+static void winograd_task(void *arg, int32_t worker, int64_t index) {
+    const winograd_batches *b = (const winograd_batches *)arg;
+    const conv_shape *s = b->s;
+    winograd_layout l = *b->l;
+    float *scratch = ep_worker_scratch(b->ctx, worker);
+    l.v = scratch + (l.v - l.u);
+    l.m = scratch + (l.m - l.u);
+    ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+    int64_t begin, end;
+    ep_task_range(l.tiles, b->tasks, index, WINOGRAD_TILES, &begin, &end);
+    for (int64_t t0 = begin; t0 < end; t0 += WINOGRAD_TILES) {
+        int64_t count = end - t0 < WINOGRAD_TILES ? end - t0 : WINOGRAD_TILES;
+        transform_input(s, &l, t0, count);
+        for (int xi = 0; xi < 16; xi++)
+            ep_gemm_panels(s->mg, s->cg, count, l.u + xi * l.u_step, s->cg, 1, l.v + xi * l.v_step, WINOGRAD_TILES,
+                           l.m + xi * l.m_step, WINOGRAD_TILES, &plain);
+        transform_output(s, &l, t0, count, b->bias, b->y);
+    }
+}
+
+void ep_winograd(const conv_shape *s, const float *x, const float *w, const float *bias, float *y,
+                 const ep_context *ctx) {
     winograd_layout l = layout_of(s);
-    l.u = scratch;
+    l.u = ctx->scratch;
     l.v = l.u + 16 * l.u_step;
     l.m = l.v + 16 * l.v_step;
     l.phases = l.m + 16 * l.m_step;
@@ -196,15 +228,10 @@ void ep_winograd(const conv_shape *s, const float *x, const float *w, const floa
     /* the input zero-padded (2 th + 2 rows, 2 tw + 2 columns), split by column parity: plane (c, p) holds padded
        column 2 j + p at j, hp rows of `half` */
     ep_zero_padded_phases(s, x, 1, l.hp, l.half, l.phases, (size_t)(s->cg * 2 * l.hp * l.half));
-    ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
-    for (int64_t t0 = 0; t0 < l.tiles; t0 += WINOGRAD_TILES) {
-        int64_t count = l.tiles - t0 < WINOGRAD_TILES ? l.tiles - t0 : WINOGRAD_TILES;
-        transform_input(s, &l, t0, count);
-        for (int xi = 0; xi < 16; xi++)
-            ep_gemm_panels(s->mg, s->cg, count, l.u + xi * l.u_step, s->cg, 1, l.v + xi * l.v_step, WINOGRAD_TILES,
-                           l.m + xi * l.m_step, WINOGRAD_TILES, &plain);
-        transform_output(s, &l, t0, count, bias, y);
-    }
+    winograd_batches b = {s, &l, bias, y, ctx, 0};
+    b.tasks = ep_task_count(ctx, (l.tiles + WINOGRAD_TILES - 1) / WINOGRAD_TILES,
+                            (double)(16 * s->mg * s->cg * l.tiles));
+    ep_parallel(ctx, b.tasks, winograd_task, &b);
     ep_activate_row(s->act, y, y, s->mg * s->oh * s->ow, s->act_a, s->act_b);
 }
 #endif

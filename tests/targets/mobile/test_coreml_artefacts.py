@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 
 from edgepack import samples
 from edgepack.runtime import Session
-from edgepack.runtime.native.build import AARCH64_CC, NATIVE
+from edgepack.runtime.native.build import AARCH64_CC, RUNNER
 from edgepack.runtime.native.emulated import EmulatedSession, qemu
 from edgepack.runtime.providers.coreml import load_mlpackage
 from edgepack.runtime.providers.coreml.convert import to_mlpackage
@@ -86,9 +86,9 @@ def arm64_runner(ios_builds: IosBuilds, tmp_path_factory: pytest.TempPathFactory
         pytest.skip("the aarch64 cross compiler and qemu-aarch64 are needed")
     core = ios_builds.bundle("tiny-if") / "Sources" / "TinyIfCore"
     runner = tmp_path_factory.mktemp("arm64") / "ep_run"
-    sources = [*sorted(core.rglob("*.c")), NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c"]
-    subprocess.run([AARCH64_CC, "-std=c11", "-O2", "-static", "-Wall", "-Werror", f"-I{core}", "-o", str(runner),
-                    *map(str, sources), "-lm"], check=True, capture_output=True, text=True)
+    sources = [*sorted(core.rglob("*.c")), *RUNNER]
+    subprocess.run([AARCH64_CC, "-std=c11", "-O2", "-static", "-pthread", "-Wall", "-Werror", f"-I{core}", "-o",
+                    str(runner), *map(str, sources), "-lm"], check=True, capture_output=True, text=True)
     return runner
 
 

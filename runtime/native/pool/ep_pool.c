@@ -1,0 +1,135 @@
+/* A pool of POSIX threads for ep_set_workers. Each loop, the caller publishes the task and a new generation number;
+   the workers (and the caller, as worker 0) claim indices from one counter until none are left, and the caller waits
+   for the workers to check out. Between loops a worker polls for the next generation for a while (the ops of one
+   run follow each other within microseconds) before it sleeps on a condition variable. */
+#define _POSIX_C_SOURCE 200809L
+#include "ep_pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+/* Polls of the generation before a worker sleeps: about a millisecond. */
+#define SPINS 20000
+
+typedef struct worker {
+    ep_pool *pool;
+    int32_t number;
+} worker;
+
+struct ep_pool {
+    int32_t workers, started;
+    pthread_t *threads;
+    worker *starts;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    _Atomic uint64_t generation;
+    _Atomic int64_t next;  /* the next index to claim */
+    _Atomic int32_t busy;  /* started threads not yet done with this generation's loop */
+    _Atomic int stop;
+    int64_t count;
+    ep_task task;
+    void *arg;
+};
+
+static void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void claim(ep_pool *p, int32_t number) {
+    for (;;) {
+        int64_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (i >= p->count) return;
+        p->task(p->arg, number, i);
+    }
+}
+
+static uint64_t next_generation(ep_pool *p, uint64_t seen) {
+    uint64_t g = atomic_load_explicit(&p->generation, memory_order_acquire);
+    for (int spins = 0; g == seen && spins < SPINS; spins++) {
+        relax();
+        g = atomic_load_explicit(&p->generation, memory_order_acquire);
+    }
+    if (g != seen) return g;
+    pthread_mutex_lock(&p->lock);
+    while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen)
+        pthread_cond_wait(&p->wake, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return g;
+}
+
+static void *work(void *start) {
+    const worker *w = (const worker *)start;
+    ep_pool *p = w->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        seen = next_generation(p, seen);
+        if (atomic_load_explicit(&p->stop, memory_order_acquire)) return 0;
+        claim(p, w->number);
+        atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+    }
+}
+
+static void publish(ep_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+}
+
+ep_pool *ep_pool_create(int32_t workers) {
+    if (workers < 1) return 0;
+    ep_pool *p = (ep_pool *)calloc(1, sizeof *p);
+    if (!p) return 0;
+    p->workers = workers;
+    p->threads = (pthread_t *)calloc((size_t)workers, sizeof *p->threads);
+    p->starts = (worker *)calloc((size_t)workers, sizeof *p->starts);
+    if (!p->threads || !p->starts || pthread_mutex_init(&p->lock, 0)) {
+        free(p->threads);
+        free(p->starts);
+        free(p);
+        return 0;
+    }
+    pthread_cond_init(&p->wake, 0);
+    for (int32_t i = 1; i < workers; i++) {
+        p->starts[i] = (worker){p, i};
+        if (pthread_create(&p->threads[i], 0, work, &p->starts[i])) {
+            ep_pool_destroy(p);
+            return 0;
+        }
+        p->started = i;
+    }
+    return p;
+}
+
+void ep_pool_destroy(ep_pool *p) {
+    if (!p) return;
+    atomic_store_explicit(&p->stop, 1, memory_order_release);
+    publish(p);
+    for (int32_t i = 1; i <= p->started; i++) pthread_join(p->threads[i], 0);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->lock);
+    free(p->threads);
+    free(p->starts);
+    free(p);
+}
+
+void ep_pool_loop(void *pool, int64_t count, ep_task task, void *arg) {
+    ep_pool *p = (ep_pool *)pool;
+    if (count <= 1 || p->started == 0) {
+        for (int64_t i = 0; i < count; i++) task(arg, 0, i);
+        return;
+    }
+    p->count = count;
+    p->task = task;
+    p->arg = arg;
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->busy, p->started, memory_order_relaxed);
+    publish(p);
+    claim(p, 0);
+    while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0) relax();
+}

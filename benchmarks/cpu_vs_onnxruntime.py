@@ -1,6 +1,6 @@
 """The `cpu` provider (edgepack's C runtime core, host build, through ctypes) against onnxruntime on the CPU.
 
-    python benchmarks/cpu_vs_onnxruntime.py [--blocks 9] [--block-ms 400] [--warmup 2] [--seed 0]
+    python benchmarks/cpu_vs_onnxruntime.py [--blocks 9] [--block-ms 400] [--warmup 2] [--seed 0] [--threads 1]
                                             [--no-memory] [--no-openvino] [model ...]
 
 Models: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320, ppocr-cls at 1x3x48x192 and silero-vad (a 512-sample
@@ -11,6 +11,10 @@ same slimmed model (CPUExecutionProvider, ORT_ENABLE_ALL, 1 intra- and 1 inter-o
 package is installed (and without --no-openvino), OpenVINO runs the same slimmed model too, as a third side of every
 block: its CPU plugin, f32 (INFERENCE_PRECISION_HINT, not bf16 on AMX), one thread (`edgepack bench --compare
 openvino`'s peer); a model it cannot compile is named under the table and timed without it.
+
+threads: one by default, the headline figure. With --threads N every side computes on N threads: the C core on its
+thread pool (`NativeSession(plan, threads=N)`), onnxruntime with N intra-op threads, OpenVINO with
+INFERENCE_NUM_THREADS N; the compute floor is then the products at N times the one-thread speed.
 
 latency: one call is `run(feeds)` from Python on either side (inputs copied in, outputs copied out: onnxruntime's
 `InferenceSession.run` and `NativeSession.run` both do). The two sides are timed in this process in --blocks
@@ -37,7 +41,7 @@ pages handed back (`malloc_trim`, so that reusing them counts), the peak RSS is 
 then a session is opened and called --warmup + 1 times, and the growth is VmHWM after minus VmRSS before. It counts
 what each runtime allocates and touches (edgepack: its aligned copy of the plan and its session memory;
 onnxruntime: the parsed model, initializers, arena and prepacked weights) and code pages touched for the first
-time. With --no-memory the measured columns are left out.
+time. Memory is measured on one thread. With --no-memory the measured columns are left out.
 """
 
 from __future__ import annotations
@@ -103,6 +107,8 @@ class Case:
     sides: tuple[str, ...] = SIDES
     openvino_model: Path | None = None
     """The slimmed model as a file, for OpenVINO, where it compiles it."""
+    threads: int = 1
+    """Threads of every side."""
 
 
 def serialized(model: onnx.ModelProto) -> bytes:
@@ -151,9 +157,9 @@ def measured_peak(runs: int = 30) -> float:
     return 2.0 * math.prod(PEAK_SIZE) / statistics.median(timed(run, feeds, runs)["wall"])
 
 
-def ort_session(model: bytes) -> Run:
+def ort_session(model: bytes, threads: int = 1) -> Run:
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
@@ -162,8 +168,8 @@ def ort_session(model: bytes) -> Run:
     return lambda feeds: dict(zip(names, session.run(names, feeds)))
 
 
-def cpu_session(plan: bytes) -> Run:
-    return NativeSession(plan).run
+def cpu_session(plan: bytes, threads: int = 1) -> Run:
+    return NativeSession(plan, threads=threads).run
 
 
 def add_openvino(case: Case, folder: Path) -> str | None:
@@ -182,10 +188,10 @@ def add_openvino(case: Case, folder: Path) -> str | None:
 def opener(side: str, case: Case) -> Callable[[], Run]:
     """What opens a fresh session of `case` on `side`."""
     if side == "cpu":
-        return lambda: cpu_session(case.plan)
+        return lambda: cpu_session(case.plan, case.threads)
     if side == "openvino":
-        return lambda: load_openvino(case.openvino_model)[1]
-    return lambda: ort_session(case.model)
+        return lambda: load_openvino(case.openvino_model, case.threads)[1]
+    return lambda: ort_session(case.model, case.threads)
 
 
 def plan_memory(plan: bytes) -> tuple[int, int, int]:
@@ -281,10 +287,12 @@ def geometric_mean(values: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_note: str, peak: float) -> None:
+def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_note: str, peak: float,
+           threads: int) -> None:
     with_openvino = any("openvino" in case.sides for case in cases)
     table = Table(title="edgepack cpu (C core, ctypes) vs onnxruntime (CPU EP, ORT_ENABLE_ALL)"
-                        f"{' and OpenVINO (CPU, f32)' if with_openvino else ''}, 1 thread",
+                        f"{' and OpenVINO (CPU, f32)' if with_openvino else ''}, "
+                        f"{threads} thread{'s' if threads > 1 else ''}",
                   title_justify="left", caption=runs_note, caption_justify="left")
     openvino_columns = ["ov ms", "cpu / ov, wall (block range)"] if with_openvino else []
     for column in ("model", "input", "cpu ms", "ort ms", "cpu / ort, wall (block range)", "cpu / ort, CPU time",
@@ -294,7 +302,7 @@ def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_no
         wall = case.blocks["wall"]
         spread = [a / b for a, b in zip(wall["cpu"], wall["onnxruntime"])]
         shapes = ", ".join("x".join(map(str, v.shape)) or "scalar" for v in case.feeds.values())
-        floor = case.flops / peak
+        floor = case.flops / (peak * threads)
         table.add_row(case.name, shapes, *(f"{statistics.median(wall[side]) * 1000:.3f}" for side in SIDES),
                       f"{ratio(case, 'wall'):.2f} ({min(spread):.2f}-{max(spread):.2f})", f"{ratio(case, 'cpu'):.2f}",
                       *(openvino_cells(case) if with_openvino else []), f"{diffs[case.name]:.2e}",
@@ -309,7 +317,8 @@ def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_no
     console.print(table)
     console.print(f"compute floor: a model's products (Conv, ConvTranspose, MatMul, Gemm) at the core's measured "
                   f"matrix-product speed, {peak / 1e9:.1f} GFLOP/s (a {'x'.join(map(str, PEAK_SIZE))} MatMul plan, "
-                  f"one thread; see gemm_vs_openblas.py for it beside OpenBLAS)")
+                  f"one thread{f', times {threads} threads' if threads > 1 else ''}; see gemm_vs_openblas.py for it "
+                  "beside OpenBLAS)")
     for clock, label in (("wall", "wall time"), ("cpu", "CPU time")):
         console.print(f"target (issue 5): geometric mean of cpu / onnxruntime latency <= {TARGET}x; on {label}: "
                       f"{geomeans[clock]:.2f}x, {'holds' if geomeans[clock] <= TARGET else 'does not hold'}")
@@ -341,10 +350,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS measurements")
     parser.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out even where it is installed")
+    parser.add_argument("--threads", type=int, default=1, help="threads of every side (default: 1, the headline)")
     args = parser.parse_args()
+    if args.threads < 1:
+        parser.error("--threads must be 1 or more")
 
     console = Console(width=200)
     cases = [load_case(name, args.seed) for name in args.names]
+    for case in cases:
+        case.threads = args.threads
     diffs = {case.name: max_abs_diff(case) for case in cases}
     if not args.no_memory:
         measure_memory(cases, args.warmup + 1)
@@ -361,7 +375,7 @@ def main() -> None:
             time_blocks(case, args.blocks, args.block_ms / 1000, args.warmup)
     report(console, cases, diffs, f"{peers}; ms are wall time; medians of {args.blocks} interleaved blocks of about "
                                   f"{args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} warmup "
-                                  "calls each", measured_peak())
+                                  "calls each", measured_peak(), args.threads)
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ def openvino_reason(error: Exception) -> str:
     return lines[-1] if lines else type(error).__name__
 
 
-def load_openvino(source: Path) -> tuple[str, Runner]:
-    """OpenVINO on `source` on the CPU: f32 inference (not its bf16 default on AMX), one thread."""
+def load_openvino(source: Path, threads: int = 1) -> tuple[str, Runner]:
+    """OpenVINO on `source` on the CPU: f32 inference (not its bf16 default on AMX), on `threads` threads."""
     try:
         import openvino
     except ImportError:
@@ -46,7 +46,7 @@ def load_openvino(source: Path) -> tuple[str, Runner]:
                             fix="pip install 'edgepack[openvino]'") from None
     try:
         compiled = openvino.Core().compile_model(str(source), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                                       "INFERENCE_NUM_THREADS": 1})
+                                                                       "INFERENCE_NUM_THREADS": threads})
     except Exception as error:  # noqa: BLE001  (OpenVINO's own error types)
         raise EdgepackError(f"OpenVINO could not compile {source.name}: {openvino_reason(error)}", where=str(source),
                             fix="bench without --compare openvino, or check the model with OpenVINO alone") from None

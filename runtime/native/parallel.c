@@ -3,7 +3,7 @@
 
 /* The least work worth a task of its own: about 3 us at one core's peak, ten times what waking a spinning worker
    and joining it costs. */
-#define EP_TASK_FMAS 262144.0
+#define EP_TASK_FMAS 65536.0
 
 static size_t worker_scratch_bytes(const ep_session *s) {
     return (s->scratch_bytes + EP_MEMORY_ALIGN - 1) / EP_MEMORY_ALIGN * EP_MEMORY_ALIGN;

@@ -84,3 +84,13 @@ int ep_row_next(const ep_broadcast *b, ep_row *row, int64_t *counter) {
     }
     return 0;
 }
+
+int ep_row_clip(ep_row *row, int32_t n_inputs, int64_t begin, int64_t end) {
+    int64_t first = row->out > begin ? row->out : begin;
+    int64_t last = row->out + row->length < end ? row->out + row->length : end;
+    if (first >= last) return 0;
+    for (int32_t k = 0; k < n_inputs; k++) row->in[k] += (first - row->out) * row->step[k];
+    row->out = first;
+    row->length = last - first;
+    return 1;
+}

@@ -28,5 +28,7 @@ typedef struct ep_row {
 /* Iterates rows: call ep_row_first, then ep_row_next until it returns 0. */
 int ep_row_first(const ep_broadcast *b, ep_row *row, int64_t *counter);
 int ep_row_next(const ep_broadcast *b, ep_row *row, int64_t *counter);
+/* Trims `row` to the output elements [begin, end) (the inputs' offsets moved alike); 0 when none of it is left. */
+int ep_row_clip(ep_row *row, int32_t n_inputs, int64_t begin, int64_t end);
 
 #endif

@@ -42,13 +42,27 @@ static float binary_f32(int32_t kind, float a, float b) {
     return 0.0f;
 }
 
-static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
+/* Float32 arithmetic on the output elements [begin, end): the broadcast rows that reach into them, trimmed. */
+typedef struct binary_f32_part {
+    const ep_node *n;
+    const ep_broadcast *b;
+    int64_t tasks;
+} binary_f32_part;
+
+static void binary_f32_task(void *arg, int32_t worker, int64_t index) {
     typedef float T;
+    const binary_f32_part *part = (const binary_f32_part *)arg;
+    const ep_node *n = part->n;
     int32_t kind = n->params[0];
     const float *A = (const float *)n->in[0]->data, *B = (const float *)n->in[1]->data;
+    int64_t begin, end;
+    (void)worker;
+    ep_task_range(n->out[0]->count, part->tasks, index, 64, &begin, &end);
     ep_row row;
     int64_t counter[EP_MAX_RANK];
-    for (int more = ep_row_first(b, &row, counter); more; more = ep_row_next(b, &row, counter)) {
+    for (int more = ep_row_first(part->b, &row, counter); more && row.out < end;
+         more = ep_row_next(part->b, &row, counter)) {
+        if (!ep_row_clip(&row, 2, begin, end)) continue;
         const float *pa = A + row.in[0], *pb = B + row.in[1];
         float *py = (float *)n->out[0]->data + row.out;
         switch (kind) {
@@ -64,8 +78,17 @@ static void binary_rows_f32(const ep_node *n, const ep_broadcast *b) {
     }
 }
 
+/* Rows shorter than this stay on one task: each task walks the rows before its own. */
+#define SPLIT_ROW 256
+
+static void binary_rows_f32(const ep_node *n, const ep_broadcast *b, const ep_context *c) {
+    int64_t count = n->out[0]->count, row_length = b->rank ? b->dims[b->rank - 1] : 1;
+    binary_f32_part part = {n, b, 1};
+    if (row_length >= SPLIT_ROW) part.tasks = ep_task_count(c, (count + 63) / 64, (double)count * EP_COPY_WORK);
+    ep_parallel(c, part.tasks, binary_f32_task, &part);
+}
+
 static ep_status run_binary(const ep_node *n, const ep_context *c) {
-    (void)c;
     ep_broadcast b;
     const ep_tensor *inputs[2] = {n->in[0], n->in[1]};
     ep_broadcast_plan(&b, n->out[0], inputs, 2);
@@ -73,7 +96,7 @@ static ep_status run_binary(const ep_node *n, const ep_context *c) {
     int same = dtype == n->in[1]->dtype;
     if (is_logic(kind)) ep_logic_rows(n, &b);
     else if (dtype == EP_F32 && same && ep_binary_compares(kind)) ep_compare_rows_f32(n, &b);
-    else if (dtype == EP_F32 && same) binary_rows_f32(n, &b);
+    else if (dtype == EP_F32 && same) binary_rows_f32(n, &b, c);
     else if (is_bitwise(kind) || kind == B_POW || !same || (dtype != EP_I32 && dtype != EP_I64)) ep_binary_wide(n, &b);
     else ep_binary_rows_integer(n, &b);
     return EP_OK;

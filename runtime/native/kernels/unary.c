@@ -154,8 +154,50 @@ static void swish_f32(const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = x[i] * ep_sigmoidf(x[i]);
 }
 
+/* A float32 unary op over elements [begin, end): one loop per kind, so that each vectorizes. */
+typedef struct float_unary {
+    const float *x;
+    float *y;
+    int32_t kind;
+    float a, b;
+    int64_t count, tasks;
+} float_unary;
+
+static void float_unary_task(void *arg, int32_t worker, int64_t index) {
+    const float_unary *u = (const float_unary *)arg;
+    int64_t begin, end;
+    (void)worker;
+    ep_task_range(u->count, u->tasks, index, 64, &begin, &end);
+    const float *x = u->x + begin;
+    float *y = u->y + begin;
+    int64_t count = end - begin;
+    float a = u->a, b = u->b;
+    switch (u->kind) {
+    case U_RELU:
+        for (int64_t i = 0; i < count; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
+        break;
+    case U_CLIP:
+        for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+        break;
+    case U_SIGMOID: ep_activate_row(EP_ACT_SIGMOID, x, y, count, a, b); break;
+    case U_SWISH: swish_f32(x, y, count); break;
+    case U_ERF:
+    case U_GELU:
+        erf_or_gelu_f32(u->kind == U_GELU, x, y, count);
+        break;
+    case U_HARD_SIGMOID: ep_activate_row(EP_ACT_HARD_SIGMOID, x, y, count, a, b); break;
+    case U_HARD_SWISH: ep_activate_row(EP_ACT_HARD_SWISH, x, y, count, a, b); break;
+    case U_LEAKY_RELU: ep_activate_row(EP_ACT_LEAKY_RELU, x, y, count, a, b); break;
+    case U_TANH: ep_tanh_row(x, y, count); break;
+    case U_EXP:
+        for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
+        break;
+    default:
+        for (int64_t i = 0; i < count; i++) y[i] = unary_f32(u->kind, x[i], a, b);
+    }
+}
+
 static ep_status run_unary(const ep_node *n, const ep_context *c) {
-    (void)c;
     int32_t kind = n->params[0];
     int64_t count = n->out[0]->count;
     if (n->out[0]->dtype == EP_BOOL) {
@@ -176,32 +218,10 @@ static ep_status run_unary(const ep_node *n, const ep_context *c) {
         run_real_unary(n, kind, count);
         return EP_OK;
     }
-    const float *x = (const float *)n->in[0]->data;
-    float *y = (float *)n->out[0]->data;
-    float a = ep_param_f32(n, 1), b = ep_param_f32(n, 2);
-    switch (kind) {
-    case U_RELU:
-        for (int64_t i = 0; i < count; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
-        break;
-    case U_CLIP:
-        for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
-        break;
-    case U_SIGMOID: ep_activate_row(EP_ACT_SIGMOID, x, y, count, a, b); break;
-    case U_SWISH: swish_f32(x, y, count); break;
-    case U_ERF:
-    case U_GELU:
-        erf_or_gelu_f32(kind == U_GELU, x, y, count);
-        break;
-    case U_HARD_SIGMOID: ep_activate_row(EP_ACT_HARD_SIGMOID, x, y, count, a, b); break;
-    case U_HARD_SWISH: ep_activate_row(EP_ACT_HARD_SWISH, x, y, count, a, b); break;
-    case U_LEAKY_RELU: ep_activate_row(EP_ACT_LEAKY_RELU, x, y, count, a, b); break;
-    case U_TANH: ep_tanh_row(x, y, count); break;
-    case U_EXP:
-        for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
-        break;
-    default:
-        for (int64_t i = 0; i < count; i++) y[i] = unary_f32(kind, x[i], a, b);
-    }
+    float_unary u = {(const float *)n->in[0]->data, (float *)n->out[0]->data, kind, ep_param_f32(n, 1),
+                     ep_param_f32(n, 2), count, 0};
+    u.tasks = ep_task_count(c, (count + 63) / 64, (double)count * EP_COPY_WORK);
+    ep_parallel(c, u.tasks, float_unary_task, &u);
     return EP_OK;
 }
 

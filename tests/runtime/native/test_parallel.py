@@ -83,8 +83,13 @@ PATHS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "matmul batched": product("MatMul", {"x": [6, 64, 64], "b": [6, 64, 72]}),
     "gemm": product("Gemm", {"x": [100, 200], "b": [300, 200], "c": [300]}, transB=1, alpha=0.5, beta=2.0),
     "packed matmul": product("MatMul", {"x": [64, 256]}, {"w": [256, 390]}),
+    "unary (sigmoid)": product("Sigmoid", {"x": [3, 50, 331]}),
+    "binary, same shapes": product("Add", {"x": [2, 64, 40, 41], "b": [2, 64, 40, 41]}),
+    "binary, one value per channel": product("Mul", {"x": [1, 64, 60, 60]}, {"w": [1, 64, 1, 1]}),
+    "binary, rows broadcast": product("Sub", {"x": [8, 1, 700], "b": [1, 30, 700]}),
 }
-"""Each path of the kernels that split their work, on sizes that give every worker a task of its own."""
+"""Each path of the kernels that split their work, on sizes that give every worker a task of its own (Binary splits
+its output's elements, each task taking the parts of the broadcast rows that fall in its share)."""
 
 
 @cache

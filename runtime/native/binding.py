@@ -41,6 +41,12 @@ def library(path: Path | None = None) -> ctypes.CDLL:
     for name in ("ep_input", "ep_output"):
         getattr(lib, name).argtypes = [void_p, ctypes.c_size_t, ctypes.POINTER(TensorInfo)]
     lib.ep_status_name.restype = ctypes.c_char_p
+    return lib
+
+
+def with_worker_calls(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """`lib` with the calls that hand a session its workers declared (cores built before them lack them)."""
+    void_p = ctypes.c_void_p
     lib.ep_worker_scratch_bytes.argtypes = [void_p]
     lib.ep_worker_scratch_bytes.restype = ctypes.c_size_t
     lib.ep_set_workers.argtypes = [void_p, void_p, void_p, ctypes.c_int32, void_p, ctypes.c_size_t]
@@ -119,6 +125,7 @@ class NativeSession:
         self.outputs = [self._info(self.lib.ep_output, i) for i in range(self.lib.ep_output_count(handle))]
 
     def _use_threads(self, threads: int) -> None:
+        with_worker_calls(self.lib)
         self.pool = thread_pool(self.lib, threads)
         self.worker_memory = aligned_buffer(self.lib.ep_worker_scratch_bytes(self.handle) * (threads - 1))
         status = self.lib.ep_set_workers(self.handle, ctypes.cast(self.lib.ep_pool_loop, ctypes.c_void_p), self.pool,

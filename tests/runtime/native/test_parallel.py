@@ -23,7 +23,7 @@ from edgepack.packager.quantize import quantize
 from edgepack.runtime import Session
 from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.native import epk
-from edgepack.runtime.native.binding import NativeSession, aligned_buffer
+from edgepack.runtime.native.binding import NativeSession, aligned_buffer, with_worker_calls
 from edgepack.runtime.native.build import aarch64_runner, runner
 from edgepack.runtime.native.emulated import qemu
 from tests.oracle import run_onnxruntime
@@ -156,13 +156,13 @@ class BackwardsLoop:
 
 
 def set_workers(session: NativeSession, loop: object, workers: int, memory: np.ndarray | None) -> int:
-    return session.lib.ep_set_workers(session.handle, ctypes.cast(loop, ctypes.c_void_p), None, workers,
-                                      None if memory is None else memory.ctypes.data,
-                                      0 if memory is None else memory.nbytes)
+    calls = with_worker_calls(session.lib)
+    return calls.ep_set_workers(session.handle, ctypes.cast(loop, ctypes.c_void_p), None, workers,
+                                None if memory is None else memory.ctypes.data, 0 if memory is None else memory.nbytes)
 
 
 def worker_memory(session: NativeSession, workers: int) -> np.ndarray:
-    return aligned_buffer(session.lib.ep_worker_scratch_bytes(session.handle) * (workers - 1))
+    return aligned_buffer(with_worker_calls(session.lib).ep_worker_scratch_bytes(session.handle) * (workers - 1))
 
 
 @pytest.mark.parametrize("name", list(PATHS))

@@ -51,7 +51,32 @@ typedef struct int8_product {
     float x_scale, x_zero, low, high;
     float *y;
     const ep_epilogue *e;
+    const ep_context *ctx;
+    int64_t tasks;
+    void *x_ready; /* X quantized to bytes, or X's float round trip, in worker 0's scratch */
 } int8_product;
+
+/* Runs panel(m, p, scratch) for the panels of B in this task's share, on the worker's scratch. */
+typedef void (*panel_product)(const int8_product *m, int64_t p, float *scratch);
+typedef struct int8_panels {
+    const int8_product *m;
+    panel_product panel;
+} int8_panels;
+
+static void panels_task(void *arg, int32_t worker, int64_t index) {
+    const int8_panels *t = (const int8_panels *)arg;
+    int64_t begin, end;
+    ep_task_range((t->m->cols + PANEL - 1) / PANEL, t->m->tasks, index, 1, &begin, &end);
+    for (int64_t p = begin; p < end; p++) t->panel(t->m, p, ep_worker_scratch(t->m->ctx, worker));
+}
+
+/* Every panel of B through `panel`, split among the workers. */
+static void each_panel(int8_product *m, panel_product panel) {
+    int64_t panels = (m->cols + PANEL - 1) / PANEL;
+    m->tasks = ep_task_count(m->ctx, panels, (double)(m->rows * m->k * m->cols));
+    int8_panels t = {m, panel};
+    ep_parallel(m->ctx, m->tasks, panels_task, &t);
+}
 
 /* B's scales of panel p's 32 columns (times `factor`), zero past column N. */
 static void panel_scales(const int8_product *m, int64_t p, float factor, float *steps) {
@@ -119,39 +144,46 @@ static void integer_tile(const int8_product *m, const uint8_t *q, int64_t padded
     }
 }
 
-static void integer_product(const int8_product *m, float *scratch) {
+/* Panel p of the product in int32, scaled per column. */
+static void integer_panel(const int8_product *m, int64_t p, float *scratch) {
     int64_t padded = m->groups * GROUP;
-    int is_signed = m->low < 0.0f;
-    uint8_t *q = (uint8_t *)scratch;
-    quantize_rows(m, padded, is_signed ? 128.0f : 0.0f, q);
-    int32_t zero = (int32_t)m->x_zero + (is_signed ? 128 : 0);
-    for (int64_t p = 0; p * PANEL < m->cols; p++) {
-        float steps[PANEL];
-        int32_t offsets[PANEL];
-        panel_scales(m, p, m->x_scale, steps);
-        for (int64_t j = 0; j < PANEL; j++) offsets[j] = p * PANEL + j < m->cols ? zero * m->sums[p * PANEL + j] : 0;
-        const int8_t *panel = m->b + p * m->groups * PANEL * GROUP;
-        for (int64_t i = 0; i < m->rows; i += INT8_MR)
-            integer_tile(m, q, padded, panel, i, m->rows - i < INT8_MR ? m->rows - i : INT8_MR, p, steps, offsets);
-    }
+    int32_t zero = (int32_t)m->x_zero + (m->low < 0.0f ? 128 : 0);
+    float steps[PANEL];
+    int32_t offsets[PANEL];
+    (void)scratch;
+    panel_scales(m, p, m->x_scale, steps);
+    for (int64_t j = 0; j < PANEL; j++) offsets[j] = p * PANEL + j < m->cols ? zero * m->sums[p * PANEL + j] : 0;
+    const int8_t *panel = m->b + p * m->groups * PANEL * GROUP;
+    for (int64_t i = 0; i < m->rows; i += INT8_MR)
+        integer_tile(m, (const uint8_t *)m->x_ready, padded, panel, i, m->rows - i < INT8_MR ? m->rows - i : INT8_MR,
+                     p, steps, offsets);
+}
+
+static void integer_product(int8_product *m) {
+    m->x_ready = m->ctx->scratch;
+    quantize_rows(m, m->groups * GROUP, m->low < 0.0f ? 128.0f : 0.0f, (uint8_t *)m->x_ready);
+    each_panel(m, integer_panel);
 }
 #else
-/* X's float round trip (QuantizeLinear then DequantizeLinear), then each panel of B dequantized to K x 32 floats
-   and multiplied on the float micro-kernel. */
-static void float_product(const int8_product *m, float *scratch) {
-    float *a = scratch, *panel = scratch + m->rows * m->groups * GROUP;
-    ep_round_trip_per_tensor(m->x, a, m->low < 0.0f, m->rows * m->k, m->x_scale, m->x_zero);
-    for (int64_t p = 0; p * PANEL < m->cols; p++) {
-        float steps[PANEL];
-        panel_scales(m, p, 1.0f, steps);
-        const int8_t *bytes = m->b + p * m->groups * PANEL * GROUP;
-        for (int64_t kk = 0; kk < m->k; kk++) {
-            const int8_t *group = bytes + kk / GROUP * PANEL * GROUP + kk % GROUP;
-            for (int64_t j = 0; j < PANEL; j++) panel[kk * PANEL + j] = (float)group[j * GROUP] * steps[j];
-        }
-        int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
-        ep_gemm_prepacked(m->rows, m->k, width, a, m->k, panel, m->y + p * PANEL, m->cols, m->e);
+/* Panel p of B dequantized to K x 32 floats after X's rows in the worker's scratch, and multiplied on the float
+   micro-kernel. */
+static void float_panel(const int8_product *m, int64_t p, float *scratch) {
+    float *panel = scratch + m->rows * m->groups * GROUP, steps[PANEL];
+    panel_scales(m, p, 1.0f, steps);
+    const int8_t *bytes = m->b + p * m->groups * PANEL * GROUP;
+    for (int64_t kk = 0; kk < m->k; kk++) {
+        const int8_t *group = bytes + kk / GROUP * PANEL * GROUP + kk % GROUP;
+        for (int64_t j = 0; j < PANEL; j++) panel[kk * PANEL + j] = (float)group[j * GROUP] * steps[j];
     }
+    int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
+    ep_gemm_prepacked(m->rows, m->k, width, (const float *)m->x_ready, m->k, panel, m->y + p * PANEL, m->cols, m->e);
+}
+
+/* X's float round trip (QuantizeLinear then DequantizeLinear), then each panel of B (float_panel). */
+static void float_product(int8_product *m) {
+    m->x_ready = m->ctx->scratch;
+    ep_round_trip_per_tensor(m->x, (float *)m->x_ready, m->low < 0.0f, m->rows * m->k, m->x_scale, m->x_zero);
+    each_panel(m, float_panel);
 }
 #endif
 
@@ -165,11 +197,11 @@ static ep_status run_int8_matmul(const ep_node *n, const ep_context *ctx) {
                       (const float *)n->in[2]->data, (const int8_t *)b->data, (const int32_t *)n->in[3]->data,
                       *(const float *)n->in[4]->data,
                       is_signed ? (float)*(const int8_t *)x_zero->data : (float)*(const uint8_t *)x_zero->data,
-                      is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f, out, &e};
+                      is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f, out, &e, ctx, 1, 0};
 #ifdef INT8_DOT_PRODUCTS
-    integer_product(&m, ctx->scratch);
+    integer_product(&m);
 #else
-    float_product(&m, ctx->scratch);
+    float_product(&m);
 #endif
     return EP_OK;
 }

@@ -117,22 +117,38 @@ static void dequantize_per_tensor(const void *x, int32_t dtype, float *y, int64_
         for (int64_t i = 0; i < count; i++) y[i] = (float)((int32_t)((const uint8_t *)x)[i] - zero) * scale;
 }
 
-static void convert(const ep_node *n, int mode) {
+/* Elements [begin, end) of a per-tensor conversion: float32 to bytes, bytes to float32, or the round trip. */
+typedef struct per_tensor {
+    const ep_node *n;
+    int mode;
+    int64_t tasks;
+} per_tensor;
+
+static void per_tensor_task(void *arg, int32_t worker, int64_t index) {
+    const per_tensor *c = (const per_tensor *)arg;
+    const ep_tensor *x = c->n->in[0], *zero = c->n->n_in > 2 ? c->n->in[2] : 0, *y = c->n->out[0];
+    float scale = *(const float *)c->n->in[1]->data;
+    int64_t begin, end;
+    (void)worker;
+    ep_task_range(x->count, c->tasks, index, 64, &begin, &end);
+    if (c->mode == ROUND_TRIP)
+        ep_round_trip_per_tensor((const float *)x->data + begin, (float *)y->data + begin, zero->dtype == EP_I8,
+                                 end - begin, scale, (float)zero_at(zero, 0));
+    else if (c->mode == QUANTIZE)
+        quantize_per_tensor((const float *)x->data + begin, (uint8_t *)y->data + begin, y->dtype, end - begin, scale,
+                            (float)zero_at(zero, 0));
+    else
+        dequantize_per_tensor((const uint8_t *)x->data + begin, x->dtype, (float *)y->data + begin, end - begin, scale,
+                              (int32_t)zero_at(zero, 0));
+}
+
+static void convert(const ep_node *n, int mode, const ep_context *ctx) {
     const ep_tensor *x = n->in[0], *scale = n->in[1], *zero = n->n_in > 2 ? n->in[2] : 0, *y = n->out[0];
     layout l = layout_of(x, scale, n->params[1], n->params[2]);
-    if (mode == ROUND_TRIP) {
-        ep_round_trip_per_tensor((const float *)x->data, (float *)y->data, zero->dtype == EP_I8, x->count,
-                              *(const float *)scale->data, (float)zero_at(zero, 0));
-        return;
-    }
-    if (l.per_tensor && mode == QUANTIZE && x->dtype == EP_F32 && is_byte(y->dtype)) {
-        quantize_per_tensor((const float *)x->data, y->data, y->dtype, x->count, *(const float *)scale->data,
-                            (float)zero_at(zero, 0));
-        return;
-    }
-    if (l.per_tensor && mode == DEQUANTIZE && is_byte(x->dtype) && y->dtype == EP_F32) {
-        dequantize_per_tensor(x->data, x->dtype, (float *)y->data, x->count, *(const float *)scale->data,
-                              (int32_t)zero_at(zero, 0));
+    if (mode == ROUND_TRIP || (l.per_tensor && mode == QUANTIZE && x->dtype == EP_F32 && is_byte(y->dtype)) ||
+        (l.per_tensor && mode == DEQUANTIZE && is_byte(x->dtype) && y->dtype == EP_F32)) {
+        per_tensor c = {n, mode, ep_task_count(ctx, (x->count + 63) / 64, (double)x->count * EP_COPY_WORK)};
+        ep_parallel(ctx, c.tasks, per_tensor_task, &c);
         return;
     }
     const float *s = (const float *)scale->data;
@@ -168,9 +184,8 @@ static void quantize_dynamic(const ep_node *n) {
 }
 
 static ep_status run_quantize(const ep_node *n, const ep_context *ctx) {
-    (void)ctx;
     if (n->params[0] == DYNAMIC) quantize_dynamic(n);
-    else convert(n, n->params[0]);
+    else convert(n, n->params[0], ctx);
     return EP_OK;
 }
 

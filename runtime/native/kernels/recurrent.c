@@ -332,6 +332,26 @@ static void run_row(const recurrent *s, int64_t dir, int64_t b, int64_t length, 
     }
 }
 
+/* A share of the (direction, batch row) pairs, each independent of the others, on the worker's scratch: the two
+   directions of a bidirectional op run at once. */
+typedef struct recurrent_rows {
+    const recurrent *s;
+    const int32_t *lengths;
+    const ep_context *ctx;
+    int64_t tasks;
+} recurrent_rows;
+
+static void rows_task(void *arg, int32_t worker, int64_t index) {
+    const recurrent_rows *r = (const recurrent_rows *)arg;
+    const recurrent *s = r->s;
+    int64_t begin, end;
+    ep_task_range(s->dirs * s->batch, r->tasks, index, 1, &begin, &end);
+    for (int64_t pair = begin; pair < end; pair++) {
+        int64_t dir = pair / s->batch, b = pair % s->batch;
+        run_row(s, dir, b, r->lengths ? r->lengths[b] : s->seq, ep_worker_scratch(r->ctx, worker));
+    }
+}
+
 static ep_status run(const recurrent *s, const ep_context *ctx) {
     const int32_t *lengths = s->lengths ? (const int32_t *)s->lengths->data : 0;
     for (int64_t b = 0; b < s->batch; b++)
@@ -339,8 +359,10 @@ static ep_status run(const recurrent *s, const ep_context *ctx) {
             ep_message(ctx->error, "Recurrent", ": sequence_lens outside [0, sequence length]", -1);
             return EP_ERR_RUNTIME;
         }
-    for (int64_t dir = 0; dir < s->dirs; dir++)
-        for (int64_t b = 0; b < s->batch; b++) run_row(s, dir, b, lengths ? lengths[b] : s->seq, ctx->scratch);
+    recurrent_rows r = {s, lengths, ctx, 0};
+    double fmas = (double)(s->dirs * s->batch * s->seq * s->gates * s->hidden * (s->hidden + s->input));
+    r.tasks = ep_task_count(ctx, s->dirs * s->batch, fmas);
+    ep_parallel(ctx, r.tasks, rows_task, &r);
     return EP_OK;
 }
 

@@ -94,7 +94,8 @@ def bench(model: str | Path, provider: str | None = None, runs: int = 50, warmup
 
     Each engine: load, one first run, `warmup` untimed runs, `runs` timed runs, back to back in this process.
     `feeds` are used as given; inputs missing from them are generated (`sample_feeds`, with `seed` and `dims`).
-    `threads` goes to OpenVINO (`INFERENCE_NUM_THREADS`) and onnxruntime (intra-op threads)."""
+    `threads` goes to the cpu core (its thread pool), OpenVINO (`INFERENCE_NUM_THREADS`) and onnxruntime (intra-op
+    threads)."""
     if runs < 1 or warmup < 0 or threads < 1:
         raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}, threads {threads}",
                             fix="use --runs 1 or more, --warmup 0 or more and --threads 1 or more")

@@ -26,6 +26,7 @@ from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession, aligned_buffer, with_worker_calls
 from edgepack.runtime.native.build import aarch64_runner, runner
 from edgepack.runtime.native.emulated import qemu
+from edgepack.runtime.providers import PROVIDERS
 from tests.compiler.emitters.test_int8_matmul import qdq_matmul
 from tests.oracle import run_onnxruntime
 
@@ -239,6 +240,14 @@ def test_real_models_on_two_threads_match_one_thread_and_onnxruntime(name: str) 
     expected = run_onnxruntime(samples.path(name), feeds)
     for key, value in expected.items():
         assert relative_error(value, two[key]) <= 1e-3, key
+
+
+def test_the_cpu_provider_gives_each_plan_a_pool_only_when_asked_for_threads() -> None:
+    model, feeds, _ = case("gemm")
+    threaded, alone = PROVIDERS["cpu"].compile(model, {"threads": 2}), PROVIDERS["cpu"].compile(model, {})
+    assert_same(alone.run(feeds), threaded.run(feeds))
+    assert [hasattr(s, "pool") for s in threaded.sessions.values()] == [True]
+    assert [hasattr(s, "pool") for s in alone.sessions.values()] == [False]
 
 
 def test_the_cpu_provider_refuses_a_thread_count_under_one() -> None:

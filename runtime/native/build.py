@@ -148,6 +148,15 @@ def runner(sanitized: bool = False, profile: bool = False) -> Path:
     return build(name, RUNNER, flags, ["-pthread"])
 
 
+THREAD_SANITIZED = ["-O1", "-g", "-fsanitize=thread"]
+
+
+def thread_sanitized_runner() -> Path:
+    """`ep_run` built with ThreadSanitizer: a race between the workers of a run on several threads (`--threads`)
+    fails it."""
+    return build("ep_run-tsan", RUNNER, THREAD_SANITIZED, ["-pthread"])
+
+
 AARCH64_CC = "aarch64-linux-gnu-gcc"
 PORTABLE = ["-O3", "-ffp-contract=fast", "-static"]
 """A runner for another machine: static, and for the architecture's baseline (no -march=native)."""

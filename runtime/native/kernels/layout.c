@@ -74,7 +74,7 @@ static int32_t merged_axes(const ep_tensor *x, const ep_node *n, int64_t *dims, 
    lines (a row at a time, one side reads a column of the other: a 512 x 256 plane took 5 ns an element). */
 static void transpose_tiled(const uint32_t *src, uint32_t *dst, int32_t rank, const int64_t *dims,
                             const int64_t *strides, int32_t q) {
-    int64_t out_strides[EP_MAX_RANK], counter[EP_MAX_RANK] = {0}, count = 1;
+    int64_t out_strides[EP_MAX_RANK] = {0}, counter[EP_MAX_RANK] = {0}, count = 1;
     for (int32_t i = rank - 1; i >= 0; i--) {
         out_strides[i] = count;
         count *= dims[i];

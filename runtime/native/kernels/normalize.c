@@ -104,24 +104,36 @@ static void softmax_strided(const float *src, float *dst, int64_t length, int64_
     }
 }
 
+/* Rows [begin, end) of a Softmax: contiguous (softmax_row), or along an inner axis (softmax_strided). */
+typedef struct softmax_rows {
+    const ep_node *n;
+    int64_t outer, length, inner, tasks;
+} softmax_rows;
+
+static void softmax_task(void *arg, int32_t worker, int64_t index) {
+    const softmax_rows *r = (const softmax_rows *)arg;
+    const float *in = (const float *)r->n->in[0]->data;
+    float *out = (float *)r->n->out[0]->data;
+    int64_t size = r->length * r->inner, begin, end;
+    (void)worker;
+    ep_task_range(r->outer, r->tasks, index, 1, &begin, &end);
+    for (int64_t o = begin; o < end; o++) {
+        if (r->inner == 1 && !r->n->params[2]) softmax_row(in + o * size, out + o * size, r->length);
+        else softmax_strided(in + o * size, out + o * size, r->length, r->inner, r->inner, r->n->params[2]);
+    }
+}
+
 static ep_status run_softmax(const ep_node *n, const ep_context *c) {
-    (void)c;
     const ep_tensor *x = n->in[0];
     int32_t axis = n->params[0];
-    int64_t outer = 1, length = 1, inner = 1;
+    softmax_rows r = {n, 1, 1, 1, 0};
     for (int32_t d = 0; d < x->rank; d++) {
-        if (d < axis) outer *= x->dims[d];
-        else if (d == axis || n->params[1]) length *= x->dims[d];
-        else inner *= x->dims[d];
+        if (d < axis) r.outer *= x->dims[d];
+        else if (d == axis || n->params[1]) r.length *= x->dims[d];
+        else r.inner *= x->dims[d];
     }
-    const float *in = (const float *)x->data;
-    float *out = (float *)n->out[0]->data;
-    if (inner == 1 && !n->params[2]) {
-        for (int64_t o = 0; o < outer; o++) softmax_row(in + o * length, out + o * length, length);
-        return EP_OK;
-    }
-    for (int64_t o = 0; o < outer; o++)
-        softmax_strided(in + o * length * inner, out + o * length * inner, length, inner, inner, n->params[2]);
+    r.tasks = ep_task_count(c, r.outer, (double)x->count * EP_COPY_WORK);
+    ep_parallel(c, r.tasks, softmax_task, &r);
     return EP_OK;
 }
 
@@ -190,23 +202,38 @@ static float row_sum(const float *x, int64_t n, int squares, float mean) {
     return sum;
 }
 
-/* Each row: its mean, then the mean of its squares about it (two passes, in float32 lanes), then the row scaled. */
-static ep_status run_layer_norm(const ep_node *n, const ep_context *c) {
-    (void)c;
-    const ep_tensor *x = n->in[0];
-    int64_t inner = 1;
-    for (int32_t d = n->params[0]; d < x->rank; d++) inner *= x->dims[d];
-    int64_t outer = inner ? x->count / inner : 0;
+/* Rows [begin, end) of a LayerNormalization: each row's mean, then the mean of its squares about it (two passes, in
+   float32 lanes), then the row scaled. */
+typedef struct layer_norm_rows {
+    const ep_node *n;
+    int64_t outer, inner, tasks;
+} layer_norm_rows;
+
+static void layer_norm_task(void *arg, int32_t worker, int64_t index) {
+    const layer_norm_rows *r = (const layer_norm_rows *)arg;
+    const ep_node *n = r->n;
+    int64_t inner = r->inner, begin, end;
     float epsilon = ep_param_f32(n, 1);
     const float *scale = (const float *)n->in[1]->data;
     const float *bias = n->n_in > 2 && n->in[2] ? (const float *)n->in[2]->data : 0;
-    for (int64_t o = 0; o < outer; o++) {
-        const float *src = (const float *)x->data + o * inner;
+    (void)worker;
+    ep_task_range(r->outer, r->tasks, index, 1, &begin, &end);
+    for (int64_t o = begin; o < end; o++) {
+        const float *src = (const float *)n->in[0]->data + o * inner;
         float *dst = (float *)n->out[0]->data + o * inner;
         float mean = row_sum(src, inner, 0, 0.0f) / (float)inner;
         float inv = 1.0f / ep_sqrtf(row_sum(src, inner, 1, mean) / (float)inner + epsilon);
         for (int64_t i = 0; i < inner; i++) dst[i] = (src[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
     }
+}
+
+static ep_status run_layer_norm(const ep_node *n, const ep_context *c) {
+    const ep_tensor *x = n->in[0];
+    layer_norm_rows r = {n, 0, 1, 0};
+    for (int32_t d = n->params[0]; d < x->rank; d++) r.inner *= x->dims[d];
+    r.outer = r.inner ? x->count / r.inner : 0;
+    r.tasks = ep_task_count(c, r.outer, (double)x->count * EP_COPY_WORK);
+    ep_parallel(c, r.tasks, layer_norm_task, &r);
     return EP_OK;
 }
 

@@ -212,27 +212,28 @@ static void resize_axis(const float *in, float *out, const int64_t shape[4], con
     }
 }
 
-static void run_planar(const ep_node *n, const ep_context *c) {
-    const ep_tensor *x = n->in[0], *y = n->out[0];
-    int32_t rank = x->rank, taps = (int32_t)tap_count(n, rank - 1);
-    int64_t h = x->dims[rank - 2], w = x->dims[rank - 1], oh = y->dims[rank - 2], ow = y->dims[rank - 1];
-    int64_t planes = y->count / (oh * ow);
-    tap_table rows = {(int32_t *)(void *)c->scratch, c->scratch + oh * taps, 0, taps}, columns;
-    rows.outside = rows.index + 2 * oh * taps;
-    columns.index = rows.outside + oh;
-    columns.weight = (float *)(void *)(columns.index + ow * taps);
-    columns.outside = columns.index + 2 * ow * taps;
-    columns.taps = taps;
-    build_table(n, rank - 2, &rows);
-    build_table(n, rank - 1, &columns);
-    const int32_t *ci = columns.index;
-    const float *cw = columns.weight;
-    for (int64_t q = 0; q < planes; q++) {
+/* Planes [begin, end) of a planar Resize, through the row and column tap tables (built once, read by every task). */
+typedef struct planar_resize {
+    const ep_node *n;
+    const tap_table *rows, *columns;
+    int64_t planes, tasks;
+} planar_resize;
+
+static void planes_task(void *arg, int32_t worker, int64_t index) {
+    const planar_resize *r = (const planar_resize *)arg;
+    const ep_tensor *x = r->n->in[0], *y = r->n->out[0];
+    int32_t rank = x->rank, taps = r->rows->taps;
+    int64_t h = x->dims[rank - 2], w = x->dims[rank - 1], oh = y->dims[rank - 2], ow = y->dims[rank - 1], begin, end;
+    const int32_t *ci = r->columns->index;
+    const float *cw = r->columns->weight;
+    (void)worker;
+    ep_task_range(r->planes, r->tasks, index, 1, &begin, &end);
+    for (int64_t q = begin; q < end; q++) {
         const float *in = (const float *)x->data + q * h * w;
         float *out = (float *)y->data + q * oh * ow;
         for (int64_t oy = 0; oy < oh; oy++) {
-            const int32_t *ri = rows.index + oy * taps;
-            const float *r0 = in + (int64_t)ri[0] * w, *rw = rows.weight + oy * taps;
+            const int32_t *ri = r->rows->index + oy * taps;
+            const float *r0 = in + (int64_t)ri[0] * w, *rw = r->rows->weight + oy * taps;
             float *row = out + oy * ow;
             if (taps == 1) {
                 for (int64_t ox = 0; ox < ow; ox++) row[ox] = r0[ci[ox]];
@@ -247,6 +248,23 @@ static void run_planar(const ep_node *n, const ep_context *c) {
             }
         }
     }
+}
+
+static void run_planar(const ep_node *n, const ep_context *c) {
+    const ep_tensor *x = n->in[0], *y = n->out[0];
+    int32_t rank = x->rank, taps = (int32_t)tap_count(n, rank - 1);
+    int64_t oh = y->dims[rank - 2], ow = y->dims[rank - 1];
+    tap_table rows = {(int32_t *)(void *)c->scratch, c->scratch + oh * taps, 0, taps}, columns;
+    rows.outside = rows.index + 2 * oh * taps;
+    columns.index = rows.outside + oh;
+    columns.weight = (float *)(void *)(columns.index + ow * taps);
+    columns.outside = columns.index + 2 * ow * taps;
+    columns.taps = taps;
+    build_table(n, rank - 2, &rows);
+    build_table(n, rank - 1, &columns);
+    planar_resize r = {n, &rows, &columns, y->count / (oh * ow), 0};
+    r.tasks = ep_task_count(c, r.planes, (double)y->count * EP_COPY_WORK);
+    ep_parallel(c, r.tasks, planes_task, &r);
 }
 
 static ep_status run_resize(const ep_node *n, const ep_context *c) {

@@ -77,6 +77,12 @@ def lstm(seq: int, batch: int, inputs: int, hidden: int) -> Callable[[np.random.
     return make
 
 
+def resize(mode: str, shape: list[int], scales: list[float]) -> onnx.ModelProto:
+    """A Resize over height and width: its planes split into tasks."""
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)
+    return graph_model([node], {"x": shape}, {"scales": np.array(scales, np.float32)})
+
+
 def quantize_and_back(rng: np.random.Generator) -> onnx.ModelProto:
     """QuantizeLinear to uint8 (an output too), then DequantizeLinear: per-tensor conversions split by elements."""
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
@@ -113,6 +119,11 @@ PATHS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "binary, same shapes": product("Add", {"x": [2, 64, 40, 41], "b": [2, 64, 40, 41]}),
     "binary, one value per channel": product("Mul", {"x": [1, 64, 60, 60]}, {"w": [1, 64, 1, 1]}),
     "binary, rows broadcast": product("Sub", {"x": [8, 1, 700], "b": [1, 30, 700]}),
+    "softmax, rows": product("Softmax", {"x": [4, 48, 300]}),
+    "softmax, an inner axis": product("Softmax", {"x": [8, 16, 2100]}, axis=1),
+    "layer norm": product("LayerNormalization", {"x": [6, 64, 384]}, {"scale": [384], "bias": [384]}, axis=-1),
+    "resize, bilinear": lambda rng: resize("linear", [1, 24, 80, 80], [1.0, 1.0, 2.0, 2.0]),
+    "resize, nearest": lambda rng: resize("nearest", [2, 16, 40, 60], [1.0, 1.0, 2.0, 2.0]),
     "lstm, two directions": lstm(20, 1, 64, 96),
     "lstm, two directions of three rows": lstm(12, 3, 32, 64),
     "int8 matmul and a round trip": lambda rng: qdq_matmul(96, 256, 200, also_add=True),

@@ -72,24 +72,26 @@ def missing_tools(system: str = "make") -> list[str]:
 
 
 def build_example(library: Library, build_dir: Path, system: str = "make", embed_plan: bool = False,
-                  native: bool = False, march: str | None = None) -> Path:
+                  native: bool = False, march: str | None = None, threads: bool = False) -> Path:
     """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
-    CMake and its toolchain file (with `embed_plan`, the plan linked in), or with `native`, builds them for this
-    machine's architecture with its own compiler (`make CROSS=`), for the CPU `march` names where given (`native`,
-    `x86-64-v3`); returns the example binary."""
+    CMake and its toolchain file (with `embed_plan`, the plan linked in; with `threads`, the thread pool), or with
+    `native`, builds them for this machine's architecture with its own compiler (`make CROSS=`), for the CPU `march`
+    names where given (`native`, `x86-64-v3`); returns the example binary."""
     missing = [tool for tool in ("gcc", "make") if not shutil.which(tool)] if native else missing_tools(system)
     if missing:
         raise EdgepackError(f"building the C library needs {', '.join(missing)}, not installed here", fix=INSTALL)
     build_dir = build_dir.absolute()
     if native:
         tuned = [f"CFLAGS={' '.join([*OPTIMIZE, f'-march={march}'])}"] if march else []
-        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", *tuned, "-j2"]]
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", *tuned,
+                     f"THREADS={int(threads)}", "-j2"]]
     elif system == "make":
-        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", f"EMBED_PLAN={int(embed_plan)}", "-j2"]]
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", f"EMBED_PLAN={int(embed_plan)}",
+                     f"THREADS={int(threads)}", "-j2"]]
     elif system == "cmake":
         commands = [["cmake", "-S", str(library.folder), "-B", str(build_dir),
                      f"-DCMAKE_TOOLCHAIN_FILE={library.folder.absolute() / TOOLCHAIN}",
-                     f"-DEMBED_PLAN={'ON' if embed_plan else 'OFF'}"],
+                     f"-DEMBED_PLAN={'ON' if embed_plan else 'OFF'}", f"-DTHREADS={'ON' if threads else 'OFF'}"],
                     ["cmake", "--build", str(build_dir), "-j2"]]
     else:
         raise ValueError(f"unknown build system {system!r}")
@@ -102,9 +104,9 @@ def build_example(library: Library, build_dir: Path, system: str = "make", embed
 
 
 def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], repeat: int = 1,
-                embedded_plan: bool = False) -> ExampleRun:
-    """Runs the example under qemu-aarch64 on `feeds` (by input name), `repeat` times, on the bundle's plan file
-    or (`embedded_plan`) on the plan linked into it; reads its outputs."""
+                embedded_plan: bool = False, threads: int = 1) -> ExampleRun:
+    """Runs the example under qemu-aarch64 on `feeds` (by input name), `repeat` times (on `threads` threads), on the
+    bundle's plan file or (`embedded_plan`) on the plan linked into it; reads its outputs."""
     if not 1 <= repeat <= MAX_REPEAT:
         raise EdgepackError(f"the example runs 1 to {MAX_REPEAT} times, not {repeat}", fix="choose --runs in range")
     with tempfile.TemporaryDirectory(prefix="edgepack-example-") as tmp:
@@ -114,7 +116,8 @@ def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], re
             paths.append(folder / f"in{index}.npy")
             np.save(paths[-1], np.asarray(feeds[name]))
         command = [EMULATOR, str(binary), "--embedded" if embedded_plan else str(library.plan), str(folder),
-                   *(["--repeat", str(repeat)] if repeat > 1 else []), *map(str, paths)]
+                   *(["--repeat", str(repeat)] if repeat > 1 else []),
+                   *(["--threads", str(threads)] if threads > 1 else []), *map(str, paths)]
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
             raise EdgepackError(f"the example failed under {EMULATOR}: {proc.stderr.strip()[:1000]}",

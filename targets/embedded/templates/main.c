@@ -1,9 +1,10 @@
 /* Runs @MODEL@ on .npy inputs and writes each output to OUT_DIR/<output name>.npy (characters other than letters,
    digits, '.', '_' and '-' become '_').
-   usage: @MODEL@_example PLAN.epk OUT_DIR [--repeat N] INPUT.npy...
+   usage: @MODEL@_example PLAN.epk OUT_DIR [--repeat N] [--threads N] INPUT.npy...
    (built with EMBED_PLAN, PLAN.epk may be --embedded: the plan linked into the program)
    Inputs come in the order of @MODEL@_inputs (@INPUT_LIST@). --repeat N runs N times and prints the load time,
-   every run's time in order, their median and the process's peak resident memory (Linux). */
+   every run's time in order, their median and the process's peak resident memory (Linux). --threads N (a library
+   built with THREADS=1) runs on N threads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,14 +103,19 @@ static int write_outputs(const @MODEL@ *model, const char *out_dir) {
 }
 
 int main(int argc, char **argv) {
-    int first_input = 3, repeat = 1, timed = 0;
-    if (argc > 4 && strcmp(argv[3], "--repeat") == 0) {
-        repeat = atoi(argv[4]);
-        first_input = 5;
-        timed = 1;
+    int first_input = 3, repeat = 1, timed = 0, threads = 1;
+    for (; first_input + 1 < argc && strncmp(argv[first_input], "--", 2) == 0; first_input += 2) {
+        if (strcmp(argv[first_input], "--repeat") == 0) {
+            repeat = atoi(argv[first_input + 1]);
+            timed = 1;
+        } else if (strcmp(argv[first_input], "--threads") == 0) {
+            threads = atoi(argv[first_input + 1]);
+        } else {
+            break;
+        }
     }
-    if (argc - first_input != @PREFIX@_INPUT_COUNT || repeat < 1 || repeat > 1024) {
-        fprintf(stderr, "usage: %s PLAN.epk OUT_DIR [--repeat 1-1024] INPUT.npy... (%d inputs: %s)\n",
+    if (argc - first_input != @PREFIX@_INPUT_COUNT || repeat < 1 || repeat > 1024 || threads < 1 || threads > 256) {
+        fprintf(stderr, "usage: %s PLAN.epk OUT_DIR [--repeat 1-1024] [--threads 1-256] INPUT.npy... (%d inputs: %s)\n",
                 argv[0], @PREFIX@_INPUT_COUNT, @INPUT_LIST@);
         return 2;
     }
@@ -125,6 +131,19 @@ int main(int argc, char **argv) {
     if (status != EP_OK) {
         fprintf(stderr, "@MODEL@_example: %s: %s\n", ep_status_name(status), error);
         return 3;
+    }
+    if (threads > 1) {
+#ifdef @PREFIX@_THREADS
+        status = @MODEL@_set_threads(model, threads, error);
+#else
+        status = EP_ERR_ARGUMENT;
+        snprintf(error, sizeof error, "--threads needs the library built with THREADS=1");
+#endif
+        if (status != EP_OK) {
+            fprintf(stderr, "@MODEL@_example: %s: %s\n", ep_status_name(status), error);
+            @MODEL@_destroy(model);
+            return 3;
+        }
     }
     if (timed) printf("load_ms %.6f\n", now_ms() - load_started);
     npy_array arrays[@PREFIX@_INPUT_COUNT + 1];

@@ -7,7 +7,9 @@
 
 struct @MODEL@ {
     ep_session *session;
-    void *owned_plan; /* the plan read by @MODEL@_create_from_file, freed with the model */
+    void *owned_plan;     /* the plan read by @MODEL@_create_from_file, freed with the model */
+    void *pool;           /* @MODEL@_set_threads' pool and its workers' scratch */
+    void *worker_scratch;
 };
 
 #define HEAD_BYTES ((sizeof(@MODEL@) + EP_MEMORY_ALIGN - 1) / EP_MEMORY_ALIGN * EP_MEMORY_ALIGN)
@@ -56,6 +58,8 @@ ep_status @MODEL@_create(const void *plan, size_t plan_len, @MODEL@ **model, cha
     }
     unsigned char *memory = (unsigned char *)created + HEAD_BYTES;
     created->owned_plan = NULL;
+    created->pool = NULL;
+    created->worker_scratch = NULL;
     status = ep_open(plan, plan_len, memory, total - HEAD_BYTES, &created->session);
     if (status != EP_OK) {
         say(error, "", ep_open_error(memory, total - HEAD_BYTES));
@@ -105,6 +109,43 @@ ep_status @MODEL@_create_embedded(@MODEL@ **model, char *error) {
 }
 #endif
 
+#ifdef @PREFIX@_THREADS
+#include "ep_pool.h"
+
+static void stop_threads(@MODEL@ *model) {
+    ep_set_workers(model->session, NULL, NULL, 1, NULL, 0);
+    ep_pool_destroy((ep_pool *)model->pool);
+    free(model->worker_scratch);
+    model->pool = NULL;
+    model->worker_scratch = NULL;
+}
+
+ep_status @MODEL@_set_threads(@MODEL@ *model, int32_t threads, char *error) {
+    if (threads < 1) {
+        say(error, "threads must be 1 or more", "");
+        return EP_ERR_ARGUMENT;
+    }
+    stop_threads(model);
+    if (threads == 1) return EP_OK;
+    size_t bytes = ep_worker_scratch_bytes(model->session) * (size_t)(threads - 1);
+    model->pool = ep_pool_create(threads);
+    if (bytes) model->worker_scratch = aligned_alloc(EP_MEMORY_ALIGN, (bytes + EP_MEMORY_ALIGN - 1) /
+                                                                          EP_MEMORY_ALIGN * EP_MEMORY_ALIGN);
+    if (!model->pool || (bytes && !model->worker_scratch)) {
+        stop_threads(model);
+        say(error, "cannot start the threads or allocate their scratch", "");
+        return EP_ERR_MEMORY;
+    }
+    ep_status status = ep_set_workers(model->session, ep_pool_loop, model->pool, threads, model->worker_scratch,
+                                      bytes);
+    if (status != EP_OK) {
+        say(error, "", ep_error(model->session));
+        stop_threads(model);
+    }
+    return status;
+}
+#endif
+
 ep_status @MODEL@_run(@MODEL@ *model) {
     return ep_run(model->session);
 }
@@ -115,6 +156,9 @@ const char *@MODEL@_error(const @MODEL@ *model) {
 
 void @MODEL@_destroy(@MODEL@ *model) {
     if (!model) return;
+#ifdef @PREFIX@_THREADS
+    stop_threads(model);
+#endif
     free(model->owned_plan);
     free(model);
 }

@@ -43,6 +43,12 @@ ep_status @MODEL@_create_from_file(const char *path, @MODEL@ **model, char *erro
 ep_status @MODEL@_create_embedded(@MODEL@ **model, char *error);
 #endif
 
+#ifdef @PREFIX@_THREADS
+/* From the next run on, runs the model's convs, products and other heavy ops on `threads` threads in all (a pool of
+   POSIX threads; built with THREADS=1). The outputs stay the one-thread outputs, bit for bit. 1: one thread again. */
+ep_status @MODEL@_set_threads(@MODEL@ *model, int32_t threads, char *error);
+#endif
+
 /* Runs the model once. Write every input before each run: the arena reuses input bytes once they are read. */
 ep_status @MODEL@_run(@MODEL@ *model);
 

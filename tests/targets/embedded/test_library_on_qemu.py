@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from edgepack import samples
+from edgepack.runtime.errors import EdgepackError
 from edgepack.targets.embedded.example_run import build_example, run_example
 
 from .library_builds import TOLERANCE, LibraryBuilds, relative_error
@@ -41,6 +42,23 @@ def test_cmake_with_the_toolchain_file_builds_a_library_that_matches_reference(b
     actual = run_example(library, binary, samples.feeds("tiny-transformer"), embedded_plan=embed_plan).outputs
     for key, value in builds.reference("tiny-transformer").items():
         assert relative_error(value, actual[key]) <= TOLERANCE, key
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+@pytest.mark.parametrize("system", ["make", "cmake"])
+def test_threads_give_the_one_thread_outputs_bit_for_bit(builds: LibraryBuilds, tmp_path: Path, system: str) -> None:
+    """THREADS=1: the library with the thread pool, its example on 3 threads under qemu-aarch64 (real host threads),
+    against the plain library's one-thread run and `reference`; without the pool, --threads is refused."""
+    library = builds.library("ppocr-cls")
+    feeds = builds.feeds("ppocr-cls")
+    threaded = build_example(library, tmp_path / "threads", system=system, threads=True)
+    one = builds.outputs("ppocr-cls")
+    three = run_example(library, threaded, feeds, threads=3).outputs
+    for key, value in builds.reference("ppocr-cls").items():
+        assert np.array_equal(one[key], three[key]), key
+        assert relative_error(value, three[key]) <= TOLERANCE, key
+    with pytest.raises(EdgepackError, match="THREADS=1"):
+        run_example(library, builds.binary("ppocr-cls"), feeds, threads=2)
 
 
 def test_make_with_the_plan_linked_in_runs_without_the_plan_file(builds: LibraryBuilds, tmp_path: Path) -> None:

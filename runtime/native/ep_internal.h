@@ -54,17 +54,41 @@ typedef struct ep_context {
 
 /* Parallel tasks (parallel.c). */
 
+/* What copying a float weighs in ep_task_count's multiply-adds: work bound by memory splits at fewer floats. */
+#define EP_COPY_WORK 16.0
+#ifdef __wasm__
+/* The wasm core runs on one thread (a page hands it no loop): one task, run in place, so that each kernel's task
+   function inlines into it as before. */
+static inline int64_t ep_task_count(const ep_context *ctx, int64_t units, double fmas) {
+    (void)ctx, (void)units, (void)fmas;
+    return 1;
+}
+static inline void ep_parallel(const ep_context *ctx, int64_t count, ep_task task, void *arg) {
+    (void)ctx;
+    for (int64_t i = 0; i < count; i++) task(arg, 0, i);
+}
+static inline float *ep_worker_scratch(const ep_context *ctx, int32_t worker) {
+    (void)worker;
+    return ctx->scratch;
+}
+#else
 /* How many tasks to split `units` parts of a kernel's work into, `fmas` multiply-adds in all: one per worker, at
    most one per unit, and none smaller than EP_TASK_FMAS (1: run on the caller's thread alone). */
 int64_t ep_task_count(const ep_context *ctx, int64_t units, double fmas);
-/* What copying a float weighs in ep_task_count's multiply-adds: work bound by memory splits at fewer floats. */
-#define EP_COPY_WORK 16.0
 /* Calls task(arg, worker, index) for index in [0, count): through the session's loop, or in turn on this thread. */
 void ep_parallel(const ep_context *ctx, int64_t count, ep_task task, void *arg);
 /* The scratch of `worker` (scratch_floats floats, its own while its task runs). */
 float *ep_worker_scratch(const ep_context *ctx, int32_t worker);
+#endif
 /* Task `index` of `tasks`' share of [0, units): whole steps of `step` units, the last task taking what is left. */
-void ep_task_range(int64_t units, int64_t tasks, int64_t index, int64_t step, int64_t *begin, int64_t *end);
+static inline void ep_task_range(int64_t units, int64_t tasks, int64_t index, int64_t step, int64_t *begin,
+                                 int64_t *end) {
+    int64_t steps = (units + step - 1) / step;
+    *begin = steps * index / tasks * step;
+    *end = index + 1 == tasks ? units : steps * (index + 1) / tasks * step;
+    if (*begin > units) *begin = units;
+    if (*end > units) *end = units;
+}
 
 /* Checks the node's tensors and parameters; returns EP_OK or writes a message and returns EP_ERR_OP. On success
    *scratch_bytes holds the scratch the kernel needs at least. */

@@ -34,6 +34,7 @@ ep_context ep_context_of(ep_session *s) {
     return context;
 }
 
+#ifndef __wasm__
 int64_t ep_task_count(const ep_context *ctx, int64_t units, double fmas) {
     int64_t tasks = ctx->workers < units ? ctx->workers : units;
     while (tasks > 1 && fmas / (double)tasks < EP_TASK_FMAS) tasks--;
@@ -51,11 +52,4 @@ void ep_parallel(const ep_context *ctx, int64_t count, ep_task task, void *arg) 
 float *ep_worker_scratch(const ep_context *ctx, int32_t worker) {
     return worker == 0 ? ctx->scratch : ctx->worker_scratch + (size_t)(worker - 1) * ctx->worker_stride;
 }
-
-void ep_task_range(int64_t units, int64_t tasks, int64_t index, int64_t step, int64_t *begin, int64_t *end) {
-    int64_t steps = (units + step - 1) / step;
-    *begin = steps * index / tasks * step;
-    *end = index + 1 == tasks ? units : steps * (index + 1) / tasks * step;
-    if (*begin > units) *begin = units;
-    if (*end > units) *end = units;
-}
+#endif

@@ -1,8 +1,9 @@
-"""Runs on several threads (parallel.c, pool/ep_pool.c): a session given workers splits its convs and products into
-tasks, and every output is the one-thread output bit for bit, and within 1e-4 of onnxruntime. A loop written here,
-which runs each split's tasks last first on a worker each, shows that every kernel path does split and that its
-tasks do not depend on their order or worker; the sanitized runner and the aarch64 runner (under qemu) run with
-threads too, and ep_set_workers refuses what does not fit."""
+"""Runs on several threads (parallel.c, pool/ep_pool.c): a session given workers splits its convs, products,
+recurrent ops, normalizations, resizes and elementwise ops into tasks, and every output is the one-thread output bit
+for bit, and within 1e-4 of onnxruntime. A loop written here, which runs each split's tasks last first on a worker
+each, shows that every kernel path does split and that its tasks do not depend on their order or worker; the
+AddressSanitizer, ThreadSanitizer and aarch64 (qemu) runners run with threads too, and ep_set_workers refuses what
+does not fit."""
 
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
 /* A pool of POSIX threads for ep_set_workers. Each loop, the caller publishes the task and a new generation number;
    the workers (and the caller, as worker 0) claim indices from one counter until none are left, and the caller waits
    for the workers to check out. Between loops a worker polls for the next generation for a while (the ops of one
-   run follow each other within microseconds) before it sleeps on a condition variable. */
+   run follow each other within microseconds) before it sleeps on a condition variable. A process forked from the
+   one that made the pool has none of its threads: there the loop runs every task on the caller's thread. */
 #define _POSIX_C_SOURCE 200809L
 #include "ep_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* Polls of the generation before a worker sleeps: about a millisecond. */
 #define SPINS 20000
@@ -19,6 +21,7 @@ typedef struct worker {
 
 struct ep_pool {
     int32_t workers, started;
+    pid_t owner; /* the process whose threads these are */
     pthread_t *threads;
     worker *starts;
     pthread_mutex_t lock;
@@ -86,6 +89,7 @@ ep_pool *ep_pool_create(int32_t workers) {
     ep_pool *p = (ep_pool *)calloc(1, sizeof *p);
     if (!p) return 0;
     p->workers = workers;
+    p->owner = getpid();
     p->threads = (pthread_t *)calloc((size_t)workers, sizeof *p->threads);
     p->starts = (worker *)calloc((size_t)workers, sizeof *p->starts);
     if (!p->threads || !p->starts || pthread_mutex_init(&p->lock, 0)) {
@@ -108,11 +112,13 @@ ep_pool *ep_pool_create(int32_t workers) {
 
 void ep_pool_destroy(ep_pool *p) {
     if (!p) return;
-    atomic_store_explicit(&p->stop, 1, memory_order_release);
-    publish(p);
-    for (int32_t i = 1; i <= p->started; i++) pthread_join(p->threads[i], 0);
-    pthread_cond_destroy(&p->wake);
-    pthread_mutex_destroy(&p->lock);
+    if (getpid() == p->owner) { /* a forked process has none of the threads, and its copy of the lock may be held */
+        atomic_store_explicit(&p->stop, 1, memory_order_release);
+        publish(p);
+        for (int32_t i = 1; i <= p->started; i++) pthread_join(p->threads[i], 0);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->lock);
+    }
     free(p->threads);
     free(p->starts);
     free(p);
@@ -120,7 +126,7 @@ void ep_pool_destroy(ep_pool *p) {
 
 void ep_pool_loop(void *pool, int64_t count, ep_task task, void *arg) {
     ep_pool *p = (ep_pool *)pool;
-    if (count <= 1 || p->started == 0) {
+    if (count <= 1 || p->started == 0 || getpid() != p->owner) {
         for (int64_t i = 0; i < count; i++) task(arg, 0, i);
         return;
     }

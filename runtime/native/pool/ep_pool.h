@@ -10,7 +10,8 @@ typedef struct ep_pool ep_pool;
 ep_pool *ep_pool_create(int32_t workers);
 /* Stops and joins the pool's threads, and frees it; no loop may be running. */
 void ep_pool_destroy(ep_pool *pool);
-/* The pool's ep_parallel_loop: `pool` is an ep_pool. One loop runs at a time on a pool. */
+/* The pool's ep_parallel_loop: `pool` is an ep_pool. One loop runs at a time on a pool. In a process forked after
+   the pool was made, every task runs on the caller's thread. */
 void ep_pool_loop(void *pool, int64_t count, ep_task task, void *arg);
 
 #endif

@@ -8,7 +8,10 @@ does not fit."""
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
 import subprocess
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -260,6 +263,27 @@ def test_the_cpu_provider_gives_each_plan_a_pool_only_when_asked_for_threads() -
     assert_same(alone.run(feeds), threaded.run(feeds))
     assert [hasattr(s, "pool") for s in threaded.sessions.values()] == [True]
     assert [hasattr(s, "pool") for s in alone.sessions.values()] == [False]
+
+
+def test_a_forked_process_runs_a_threaded_session_on_its_own_thread() -> None:
+    """After fork the child has none of the pool's threads: its runs take every task on its own thread (rather than
+    wait for workers that are not there), give the same bits, and it exits with the pool freed."""
+    _, feeds, plan = case("conv 1x1 packed")
+    session = NativeSession(plan, threads=2)
+    expected = session.run(feeds)
+    pid = os.fork()
+    if pid == 0:
+        same = all(np.array_equal(expected[k], v) for k, v in session.run(feeds).items())
+        del session
+        os._exit(0 if same else 1)
+    deadline = time.monotonic() + 60
+    while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if waited[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert waited[0] == pid and os.waitstatus_to_exitcode(waited[1]) == 0
+    assert_same(expected, session.run(feeds))
 
 
 def test_the_cpu_provider_refuses_a_thread_count_under_one() -> None:

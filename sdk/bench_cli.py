@@ -78,7 +78,7 @@ def cmd_bench_library(args: argparse.Namespace) -> int:
     result = bench_library(args.model, args.device, DEVICE_RUNS if args.runs is None else args.runs, args.warmup,
                            load_inputs(args.input or []), parse_dims(args.dim or []),
                            identity=Path(args.identity) if args.identity else None, profile_ops=not args.no_ops,
-                           compare=[args.compare] if args.compare else [], source=args.source)
+                           compare=[args.compare] if args.compare else [], source=args.source, threads=args.threads)
     everything = [result, *result.get("peers", [])]
     if args.html:
         write_bench_html(everything, Path(args.html))

@@ -16,7 +16,7 @@ import numpy as np
 
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_result import check_output, result_dict
+from .bench_result import check_output, result_dict, thread_count
 from .devices import Device, DeviceFacts, open_device
 from .input_files import check_names
 from .op_profile import parse
@@ -32,18 +32,19 @@ OPS_RUNS = 10
 def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int = 2,
                   feeds: Mapping[str, np.ndarray] | None = None, dims: Mapping[str, int] | None = None, seed: int = 0,
                   identity: Path | None = None, profile_ops: bool = True, compare: Sequence[str] = (),
-                  source: str | Path | None = None) -> dict[str, Any]:
-    """Benchmarks a C library bundle's example on `device` (`warmup` untimed runs, then `runs` timed) and returns
-    the result as the bench schema's dict; with `profile_ops`, the profiling build of the core then times each op
-    on the same device and inputs (up to OPS_RUNS runs). Each peer in `compare` (onnxruntime, openvino) then runs
-    the source model (`source`, else found by its sha256) on this host, which must be the device: its results go in
-    `peers`."""
+                  source: str | Path | None = None, threads: int = 1) -> dict[str, Any]:
+    """Benchmarks a C library bundle's example on `device` (`warmup` untimed runs, then `runs` timed; on `threads`
+    threads, the library then built with its thread pool) and returns the result as the bench schema's dict; with
+    `profile_ops`, the profiling build of the core then times each op on the same device and inputs (up to OPS_RUNS
+    runs). Each peer in `compare` (onnxruntime, openvino) then runs the source model (`source`, else found by its
+    sha256) on this host, which must be the device, on as many threads: its results go in `peers`."""
     from edgepack.runtime import Session
     from edgepack.targets.embedded.example_run import build_example, read_library
 
-    if runs < 1 or warmup < 0 or runs + warmup > MAX_RUNS:
-        raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}",
-                            fix=f"use --runs 1 or more and --warmup 0 or more, {MAX_RUNS} in all at most")
+    if runs < 1 or warmup < 0 or runs + warmup > MAX_RUNS or threads < 1:
+        raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}, threads {threads}",
+                            fix=f"use --runs 1 or more and --warmup 0 or more, {MAX_RUNS} in all at most, and "
+                                "--threads 1 or more")
     library = read_library(bundle)
     source_model = _peer_source(library.folder, device, compare, source)
     target = open_device(device, identity)
@@ -67,17 +68,18 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
         local = Path(tmp)
         native = _native(facts)
         march = _march(target, facts) if native else None
-        binary = build_example(library, local / "build", native=native, march=march)
+        binary = build_example(library, local / "build", native=native, march=march, threads=threads > 1)
         ops_runs = min(runs, OPS_RUNS)
         printed, outputs, profiled = _run_there(target, library, binary,
                                                 _profile_runner(native, march) if profile_ops else None, chosen,
-                                                runs + warmup, ops_runs, local)
+                                                runs + warmup, ops_runs, local, threads)
     ops = parse(profiled, device, facts.emulated, ops_runs) if profiled is not None else None
     times = [float(t) for t in _field(printed, "run_ms", device).split()]
     checks = [check_output(name, np.asarray(value), outputs[name]) for name, value in expected.items()]
     peak_kb = float(_field(printed, "peak_rss_kb", device))
     result = result_dict(
-        engine="edgepack C library example", spec=target.spec, facts=facts, bundle=library.folder,
+        engine=f"edgepack C library example, {thread_count(threads)}", spec=target.spec, facts=facts,
+        bundle=library.folder,
         load_ms=float(_field(printed, "load_ms", device)), times=times, warmup=warmup,
         peak_rss_mb=peak_kb / 1024 if peak_kb >= 0 else None,
         inputs=[{"name": n, "dtype": v.dtype.name, "shape": list(v.shape),
@@ -86,7 +88,8 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     if source_model is not None:
         from .bench_peers import peer_result
 
-        result["peers"] = [peer_result(peer, source_model, chosen, result, target, facts) for peer in compare]
+        result["peers"] = [peer_result(peer, source_model, chosen, result, target, facts, threads)
+                           for peer in compare]
     return result
 
 
@@ -158,10 +161,11 @@ def _profile_runner(native: bool, march: str | None) -> Path:
 
 
 def _run_there(device: Device, library: Any, binary: Path, profiler: Path | None, feeds: dict[str, np.ndarray],
-               repeat: int, profile_runs: int, local: Path) -> tuple[str, dict[str, np.ndarray], str | None]:
-    """Pushes the example, the plan and the inputs, runs `repeat` times, pulls the outputs; then, given the
-    `profiler` (the profiling ep_run), runs it `profile_runs` times on the same plan and inputs and returns what it
-    printed (the per-op times) too."""
+               repeat: int, profile_runs: int, local: Path, threads: int
+               ) -> tuple[str, dict[str, np.ndarray], str | None]:
+    """Pushes the example, the plan and the inputs, runs `repeat` times on `threads` threads, pulls the outputs;
+    then, given the `profiler` (the profiling ep_run), runs it `profile_runs` times on the same plan, inputs and
+    threads and returns what it printed (the per-op times) too."""
     from edgepack.targets.embedded.example_run import output_file
 
     with device.workspace() as folder:
@@ -173,7 +177,9 @@ def _run_there(device: Device, library: Any, binary: Path, profiler: Path | None
             np.save(path, np.asarray(feeds[name]))
             inputs.append(f"{folder}/in{index}.npy")
             device.push(path, inputs[-1])
-        proc = device.run([f"{folder}/example", f"{folder}/plan.epk", folder, "--repeat", str(repeat), *inputs])
+        threading = ["--threads", str(threads)] if threads > 1 else []
+        proc = device.run([f"{folder}/example", f"{folder}/plan.epk", folder, "--repeat", str(repeat), *threading,
+                           *inputs])
         if proc.returncode != 0:
             raise EdgepackError(f"the example failed on {device.spec}: {(proc.stderr or proc.stdout).strip()[:800]}",
                                 where=device.spec, fix="check the inputs against the bundle's header")
@@ -185,7 +191,7 @@ def _run_there(device: Device, library: Any, binary: Path, profiler: Path | None
         if profiler is not None:
             device.push(profiler, f"{folder}/ep_run")
             profiled = device.run([f"{folder}/ep_run", f"{folder}/plan.epk", folder, "--repeat",
-                                   str(profile_runs), *inputs])
+                                   str(profile_runs), *threading, *inputs])
             if profiled.returncode != 0:
                 raise EdgepackError(f"the profiling run failed on {device.spec}: "
                                     f"{(profiled.stderr or profiled.stdout).strip()[:800]}", where=device.spec,

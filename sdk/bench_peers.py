@@ -14,7 +14,7 @@ import numpy as np
 
 from edgepack.runtime.errors import EdgepackError
 
-from .bench_result import check_output, result_dict
+from .bench_result import check_output, result_dict, thread_count
 from .devices import Device, DeviceFacts
 from .peak_rss import PeakRSS
 
@@ -22,11 +22,11 @@ Feeds = Mapping[str, np.ndarray]
 Runner = Callable[[Feeds], dict[str, np.ndarray]]
 
 
-def load_onnxruntime(source: Path) -> tuple[str, Runner]:
-    """onnxruntime on `source`: all graph optimizations, one thread."""
+def load_onnxruntime(source: Path, threads: int = 1) -> tuple[str, Runner]:
+    """onnxruntime on `source`: all graph optimizations, `threads` intra-op threads."""
     from .bench import import_onnxruntime, onnxruntime_engine
 
-    engine = onnxruntime_engine(source, 1)
+    engine = onnxruntime_engine(source, threads)
     return f"onnxruntime {import_onnxruntime().__version__}", engine.run
 
 
@@ -60,22 +60,23 @@ def load_openvino(source: Path, threads: int = 1) -> tuple[str, Runner]:
     return f"OpenVINO {openvino.__version__.split('-')[0]}", run
 
 
-PEERS: dict[str, Callable[[Path], tuple[str, Runner]]] = {"onnxruntime": load_onnxruntime, "openvino": load_openvino}
+PEERS: dict[str, Callable[[Path, int], tuple[str, Runner]]] = {"onnxruntime": load_onnxruntime,
+                                                               "openvino": load_openvino}
 """The peers a device bench on this host runs beside the bundle."""
 
 
-def peer_result(peer: str, source: Path, feeds: Feeds, beside: dict[str, Any], device: Device, facts: DeviceFacts
-                ) -> dict[str, Any]:
-    """`peer` on the source model, on the `feeds` the bundle's result `beside` ran on and with its counts: load,
-    then its warm-up and timed runs (the first of them the first run), the outputs checked against `reference` on
-    the source model; the result in the bench schema."""
+def peer_result(peer: str, source: Path, feeds: Feeds, beside: dict[str, Any], device: Device, facts: DeviceFacts,
+                threads: int = 1) -> dict[str, Any]:
+    """`peer` on the source model on `threads` threads, on the `feeds` the bundle's result `beside` ran on and with
+    its counts: load, then its warm-up and timed runs (the first of them the first run), the outputs checked against
+    `reference` on the source model; the result in the bench schema."""
     from edgepack.runtime import Session
 
 
     gc.collect()
     with PeakRSS() as rss:
         start = time.perf_counter()
-        engine, run = PEERS[peer](source)
+        engine, run = PEERS[peer](source, threads)
         load_ms = (time.perf_counter() - start) * 1000
         times, outputs = [], {}
         for _ in range(beside["warmup"] + beside["runs"]):
@@ -84,7 +85,8 @@ def peer_result(peer: str, source: Path, feeds: Feeds, beside: dict[str, Any], d
             times.append((time.perf_counter() - start) * 1000)
     expected = Session(source, providers=["reference"]).run(dict(feeds))
     checks = [check_output(name, np.asarray(value), np.asarray(outputs[name])) for name, value in expected.items()]
-    return result_dict(engine=f"{engine} on the source model {source.name}, 1 thread", spec=device.spec, facts=facts,
+    return result_dict(engine=f"{engine} on the source model {source.name}, {thread_count(threads)}", spec=device.spec,
+                       facts=facts,
                        bundle=Path(beside["bundle"]["path"]), load_ms=load_ms, times=times, warmup=beside["warmup"],
                        peak_rss_mb=rss.peak_mb, inputs=beside["inputs"], checks=checks,
                        against="reference on the source model")

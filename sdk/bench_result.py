@@ -78,6 +78,11 @@ class LatencyFigures:
                    statistics.pstdev(ordered), statistics.fmean(kept))
 
 
+def thread_count(threads: int) -> str:
+    """"1 thread", "4 threads": as engine names say it."""
+    return f"{threads} thread{'s' if threads > 1 else ''}"
+
+
 def result_dict(engine: str, spec: str, facts: DeviceFacts, bundle: Path, load_ms: float, times: list[float],
                 warmup: int, peak_rss_mb: float | None, inputs: list[dict[str, Any]], checks: list[Any],
                 ops: OpProfile | None = None, against: str = "reference", first_run_ms: float | None = None,

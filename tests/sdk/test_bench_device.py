@@ -139,6 +139,18 @@ def test_a_peer_runs_the_source_model_beside_the_bundle_on_the_host(library_bund
     assert beside["device"] == result["device"] and not beside["emulated"]
 
 
+def test_threads_build_the_library_with_its_pool_and_run_the_peer_on_as_many(library_bundle: Path) -> None:
+    """--threads 2 on a device: the example (built with THREADS=1) and the profiling ep_run run on 2 threads, the
+    outputs still pass against reference, and the peer on this host runs on 2 threads too."""
+    pytest.importorskip("onnxruntime")
+    result = bench_library(library_bundle, "host", runs=4, warmup=1, feeds=samples.feeds("tiny-cnn"),
+                           compare=["onnxruntime"], source=samples.path("tiny-cnn"), threads=2)
+    jsonschema.validate(result, SCHEMA)
+    [beside] = result["peers"]
+    assert result["engine"].endswith(", 2 threads") and beside["engine"].endswith(", 2 threads")
+    assert result["fidelity"]["passed"] and beside["fidelity"]["passed"] and result["ops"]
+
+
 def test_the_cli_prints_the_ratios_to_the_peer_and_compare_reads_its_file(library_bundle: Path, cli,
                                                                           tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")

@@ -386,8 +386,9 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--runs", type=int, help=f"timed runs (default: {HOST_RUNS}; {DEVICE_RUNS} with --device)")
     n.add_argument("--warmup", type=int, default=5, help="untimed runs after the first run (default: 5)")
     n.add_argument("--threads", type=int, default=1,
-                   help="threads for the cpu core, OpenVINO and onnxruntime (default: 1, single-threaded, so "
-                        "that figures compare; the reference provider runs on NumPy and ignores it)")
+                   help="threads for the cpu core (with --device, the C library's), OpenVINO and onnxruntime "
+                        "(default: 1, single-threaded, so that figures compare; the reference provider runs on NumPy "
+                        "and ignores it)")
     n.add_argument("--compare", choices=["onnxruntime", "onnxruntime-web", "openvino"],
                    help="also run onnxruntime on the source model, in this process, and print the ratios "
                         "(onnxruntime-web: in the same browser, with --device chromium; with --device host: "

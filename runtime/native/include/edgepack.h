@@ -70,10 +70,11 @@ typedef void (*ep_parallel_loop)(void *pool, int64_t count, ep_task task, void *
 /* The scratch bytes each worker beyond the first needs (the session's own scratch serves worker 0). */
 size_t ep_worker_scratch_bytes(const ep_session *session);
 
-/* From the next ep_run on, the session splits its convs and matrix products into tasks for `loop` on `workers`
-   threads; `memory` (aligned to EP_MEMORY_ALIGN, not used by anything else while the session is) holds workers - 1
-   scratch areas of ep_worker_scratch_bytes (none, and memory may be NULL, when that is 0). Every output is the same, bit for bit, as on one thread: a task never
-   splits a sum. `workers` 1 (loop and memory NULL) returns to one thread. */
+/* From the next ep_run on, the session splits its heavy ops (convs, matrix products, recurrent ops, normalizations,
+   elementwise ops) into tasks for `loop` on `workers` threads; `memory` (aligned to EP_MEMORY_ALIGN, not used by
+   anything else while the session is) holds workers - 1 scratch areas of ep_worker_scratch_bytes (none, and memory
+   may be NULL, when that is 0). Every output is the same, bit for bit, as on one thread: a task never splits a sum.
+   `workers` 1 (loop and memory NULL) returns to one thread. */
 ep_status ep_set_workers(ep_session *session, ep_parallel_loop loop, void *pool, int32_t workers, void *memory,
                          size_t memory_len);
 

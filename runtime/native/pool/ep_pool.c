@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Polls of the generation before a worker sleeps: about a millisecond. */
+/* Polls of the generation before a worker sleeps: 0.26 ms on an Intel Xeon of family 6 model 207 (a pause takes 13 ns
+   there), up to four times as long where a pause takes 140 cycles. */
 #define SPINS 20000
 
 typedef struct worker {
@@ -20,7 +21,7 @@ typedef struct worker {
 } worker;
 
 struct ep_pool {
-    int32_t workers, started;
+    int32_t started; /* threads started beside the caller's */
     pid_t owner; /* the process whose threads these are */
     pthread_t *threads;
     worker *starts;
@@ -88,7 +89,6 @@ ep_pool *ep_pool_create(int32_t workers) {
     if (workers < 1) return 0;
     ep_pool *p = (ep_pool *)calloc(1, sizeof *p);
     if (!p) return 0;
-    p->workers = workers;
     p->owner = getpid();
     p->threads = (pthread_t *)calloc((size_t)workers, sizeof *p->threads);
     p->starts = (worker *)calloc((size_t)workers, sizeof *p->starts);

@@ -69,6 +69,7 @@ from rich.table import Table
 
 from edgepack import samples
 from edgepack.bench_peers import load_openvino
+from edgepack.bench_result import thread_count
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.model_check import check_model
 from edgepack.packager.slim import slim
@@ -292,7 +293,7 @@ def report(console: Console, cases: list[Case], diffs: dict[str, float], runs_no
     with_openvino = any("openvino" in case.sides for case in cases)
     table = Table(title="edgepack cpu (C core, ctypes) vs onnxruntime (CPU EP, ORT_ENABLE_ALL)"
                         f"{' and OpenVINO (CPU, f32)' if with_openvino else ''}, "
-                        f"{threads} thread{'s' if threads > 1 else ''}",
+                        f"{thread_count(threads)}",
                   title_justify="left", caption=runs_note, caption_justify="left")
     openvino_columns = ["ov ms", "cpu / ov, wall (block range)"] if with_openvino else []
     for column in ("model", "input", "cpu ms", "ort ms", "cpu / ort, wall (block range)", "cpu / ort, CPU time",

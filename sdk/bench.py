@@ -16,6 +16,7 @@ from rich.table import Table
 
 from edgepack.runtime.errors import EdgepackError
 
+from .bench_result import thread_count
 from .input_files import check_names
 from .peak_rss import PeakRSS
 from .sample_inputs import dims_of, sample_feeds
@@ -241,7 +242,7 @@ def _max_abs_diff(ours: Feeds, peer: Feeds) -> float | None:
 def table(report: BenchReport) -> Table:
     """One column per engine, one row per figure, and the edgepack / peer ratios."""
     out = Table(title=f"bench {escape(Path(report.model).name)}: {report.runs} runs, {report.warmup} warm-up, "
-                f"{report.threads} thread{'s' if report.threads > 1 else ''}", title_justify="left")
+                f"{thread_count(report.threads)}", title_justify="left")
     out.add_column("")
     for e in report.engines:
         out.add_column(e.engine, justify="right")

@@ -131,7 +131,7 @@ POOL = NATIVE / "pool" / "ep_pool.c"
 
 def shared_library() -> Path:
     """The host library (`-O3 -march=native`, with the thread pool) used by the `cpu` provider."""
-    return build("libedgepack.so", [POOL], [*RELEASE, "-pthread"], ["-shared", "-fPIC"])
+    return build("libedgepack.so", [POOL], RELEASE, ["-shared", "-fPIC", "-pthread"])
 
 
 RUNNER = [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c", POOL]

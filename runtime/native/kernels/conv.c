@@ -324,7 +324,7 @@ typedef struct conv_columns {
     const int32_t *offsets;
     const ep_epilogue *e;
     const ep_context *ctx;
-    int64_t columns, tasks, block;
+    int64_t columns, tasks, block; /* columns: the output positions (the padded grid's, on the grid) split into tasks */
 } conv_columns;
 
 /* A padded conv's panels, all read in place: on the grid of the padded width, or, when each output row holds whole
@@ -351,7 +351,7 @@ static void direct_task(void *arg, int32_t worker, int64_t index) {
     const conv_shape *s = c->s;
     int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, begin, end;
     float *packed = ep_worker_scratch(c->ctx, worker);
-    ep_task_range(ohw, c->tasks, index, EP_GEMM_NR, &begin, &end);
+    ep_task_range(c->columns, c->tasks, index, EP_GEMM_NR, &begin, &end);
     for (int64_t n0 = begin; n0 < end; n0 += EP_GEMM_NR) {
         int64_t cols = ohw - n0 < EP_GEMM_NR ? ohw - n0 : EP_GEMM_NR;
         int64_t oy = n0 / s->ow, ox = n0 % s->ow;
@@ -372,7 +372,7 @@ static void packed_task(void *arg, int32_t worker, int64_t index) {
     const conv_shape *s = c->s;
     int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, begin, end;
     float *packed = ep_worker_scratch(c->ctx, worker);
-    ep_task_range(ohw, c->tasks, index, EP_GEMM_NR, &begin, &end);
+    ep_task_range(c->columns, c->tasks, index, EP_GEMM_NR, &begin, &end);
     for (int64_t n0 = begin; n0 < end; n0 += c->block) {
         int64_t nb = end - n0 < c->block ? end - n0 : c->block;
         if (is_pointwise(s)) ep_pack_strided(packed, c->xg, k, n0, nb, s->h * s->w, 1);

@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 
 from edgepack.runtime.native.epk import ACTIVATIONS, F32, REDUCE
+from edgepack.runtime.native.kernel_choice import winograd_may_run
 from edgepack.runtime.sliding_windows import same_pads
 
 from ..quantized import Quantized, in_panels
@@ -107,25 +108,23 @@ def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: S
 NARROW_POSITIONS = 10
 """conv.c's NARROW_POSITIONS: convs with more output positions never run as dot products."""
 
-WINOGRAD_MIN_CHANNELS = 32
-WINOGRAD_MIN_TILES = 128
 WINOGRAD_MAX_WEIGHT_FLOATS = 1 << 20
 WINOGRAD_TILES = 64
 WINOGRAD_SKEW = 16
-"""conv.h's EP_WINOGRAD_MIN_CHANNELS, EP_WINOGRAD_MIN_TILES and EP_WINOGRAD_MAX_WEIGHT_FLOATS, winograd.c's
-WINOGRAD_TILES and SKEW."""
+"""conv.h's EP_WINOGRAD_MAX_WEIGHT_FLOATS, winograd.c's WINOGRAD_TILES and SKEW."""
 
 
 def winograd_scratch(channels: int, outputs: int, group: int, out: Sequence[int], kernel: Sequence[int],
                      strides: Sequence[int], dilations: Sequence[int]) -> int:
-    """winograd.c's scratch for a 3x3 stride-1 conv it runs (ep_winograd_applies), else 0: the 16 transformed
-    filters, a block's transformed input and products (each of the 16 matrices SKEW floats past the last), and the
-    zero-padded input split by column parity."""
+    """winograd.c's scratch for a 3x3 stride-1 conv the core compiled for some CPU kind runs that way
+    (ep_winograd_applies, with that kind's kernel selection table), else 0: the 16 transformed filters, a block's
+    transformed input and products (each of the 16 matrices SKEW floats past the last), and the zero-padded input
+    split by column parity."""
     if list(kernel) != [3, 3] or list(strides) != [1, 1] or list(dilations) != [1, 1] or group != 1 or \
-            min(channels, outputs) < WINOGRAD_MIN_CHANNELS or 16 * outputs * channels > WINOGRAD_MAX_WEIGHT_FLOATS:
+            16 * outputs * channels > WINOGRAD_MAX_WEIGHT_FLOATS:
         return 0
     tile_rows, tile_cols = (out[0] + 1) // 2, (out[1] + 1) // 2
-    if tile_rows * tile_cols < WINOGRAD_MIN_TILES:
+    if not winograd_may_run(min(channels, outputs), tile_rows * tile_cols):
         return 0
     padded = channels * (2 * tile_rows + 2) * 2 * (tile_cols + 1)
     return 4 * (16 * (outputs * channels + (channels + outputs) * WINOGRAD_TILES + 3 * WINOGRAD_SKEW) + padded)

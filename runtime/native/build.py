@@ -14,7 +14,8 @@ import platformdirs
 
 from edgepack.runtime.errors import EdgepackError
 
-from .op_contract import CONTRACT, write_generated_c
+from .kernel_choice import FORCE_MACRO
+from .op_contract import generated_c, write_generated_c
 
 NATIVE = Path(__file__).parent
 REGISTRY = "kernels/registry.c"
@@ -64,11 +65,11 @@ def compiler() -> str:
 def _key(files: list[Path], flags: list[str], cc: str, kernels: dict[str, str] | None,
          per_file: list[str] | None) -> str:
     digest = hashlib.sha256()
-    for path in [*files, *headers(), CONTRACT]:
+    for path in [*files, *headers()]:
         digest.update(path.name.encode() + path.read_bytes())
+    for relative, text in generated_c(kernels).items():
+        digest.update(relative.encode() + text.encode())
     digest.update(" ".join([cc, *flags]).encode())
-    if kernels is not None:
-        digest.update(" ".join(sorted(kernels)).encode())
     if per_file is not None:
         digest.update("\n".join(per_file).encode())
     return digest.hexdigest()[:16]
@@ -132,6 +133,15 @@ POOL = NATIVE / "pool" / "ep_pool.c"
 def shared_library() -> Path:
     """The host library (`-O3 -march=native`, with the thread pool) used by the `cpu` provider."""
     return build("libedgepack.so", [POOL], RELEASE, ["-shared", "-fPIC", "-pthread"])
+
+
+def forced_winograd_library(choice: int, march: str = "native") -> Path:
+    """The host library (without the pool) for -march=MARCH compiled to run every 3x3 stride-1 conv it may as
+    Winograd (`choice` 1) or none (0), whatever the kernel selection table says: for plans lowered in
+    `kernel_choice.winograd_everywhere()`."""
+    flags = [f"-march={march}" if flag == "-march=native" else flag for flag in RELEASE]
+    return build(f"libedgepack-winograd{choice}-{march}.so", [], [*flags, f"-D{FORCE_MACRO}={choice}"],
+                 ["-shared", "-fPIC"])
 
 
 RUNNER = [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c", POOL]

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from . import kernel_choice
+
 CONTRACT = Path(__file__).parent / "ops.toml"
 MAX_SLOTS = 2
 
@@ -173,9 +175,10 @@ def c_registry(kernels: dict[str, str] | None = None) -> str:
 
 
 def generated_c(kernels: dict[str, str] | None = None) -> dict[str, str]:
-    """The core's files made from the contract, by path under the core's root: ops.h and kernels/registry.c (with
-    every kernel, or only `kernels`)."""
-    return {"ops.h": c_header(), "kernels/registry.c": c_registry(kernels)}
+    """The core's generated files, by path under the core's root: ops.h and kernels/registry.c (with every kernel,
+    or only `kernels`) from the contract, and kernels/kernel_choice.h from the kernel selection table."""
+    return {"ops.h": c_header(), "kernels/registry.c": c_registry(kernels),
+            "kernels/kernel_choice.h": kernel_choice.c_header()}
 
 
 def write_generated_c(root: Path, kernels: dict[str, str] | None = None) -> None:

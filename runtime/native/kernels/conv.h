@@ -56,13 +56,11 @@ size_t ep_depthwise_scratch_floats(const conv_shape *s);
 void ep_depthwise(const conv_shape *s, const float *x, const float *w, const float *bias, float *y,
                   const ep_context *ctx);
 
-/* 3x3 stride-1 convs (group 1, no dilation) of at least EP_WINOGRAD_MIN_CHANNELS input and output channels and
-   EP_WINOGRAD_MIN_TILES 2x2 output tiles, whose 16 transformed filters take at most EP_WINOGRAD_MAX_WEIGHT_FLOATS,
-   run as Winograd F(2x2, 3x3) (winograd.c) in native builds; compiler/emitters/nn_ops.py mirrors the three. Below
-   them the transforms cost more than the products save (mtcnn's 64 channels of 8x8: 0.11 ms, direct 0.07). The wasm
-   core leaves it out: it would add 8 KB to every page with a Conv. */
-#define EP_WINOGRAD_MIN_CHANNELS 32
-#define EP_WINOGRAD_MIN_TILES 128
+/* 3x3 stride-1 convs (group 1, no dilation) whose 16 transformed filters take at most
+   EP_WINOGRAD_MAX_WEIGHT_FLOATS run as Winograd F(2x2, 3x3) (winograd.c) in native builds where the kernel selection
+   table measured for the CPU kind the core is compiled for says it is faster (kernel_choice.h, made from
+   kernel_choice.toml; compiler/emitters/nn_ops.py reserves the scratch). The wasm core leaves it out: it would add
+   8 KB to every page with a Conv. */
 #define EP_WINOGRAD_MAX_WEIGHT_FLOATS ((int64_t)1 << 20)
 
 #ifdef __wasm__

@@ -4,6 +4,7 @@
    input channel where the direct conv takes 36. Tiles run in blocks of WINOGRAD_TILES, so that a block's transformed
    input and products stay in the L2 cache. */
 #include "conv.h"
+#include "kernel_choice.h"
 #include "vector_math.h"
 
 #ifndef __wasm__
@@ -13,9 +14,8 @@
 
 int ep_winograd_applies(const conv_shape *s) {
     return s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 && s->group == 1 &&
-           s->cg >= EP_WINOGRAD_MIN_CHANNELS && s->mg >= EP_WINOGRAD_MIN_CHANNELS &&
-           ((s->oh + 1) / 2) * ((s->ow + 1) / 2) >= EP_WINOGRAD_MIN_TILES &&
-           16 * s->mg * s->cg <= EP_WINOGRAD_MAX_WEIGHT_FLOATS;
+           16 * s->mg * s->cg <= EP_WINOGRAD_MAX_WEIGHT_FLOATS &&
+           ep_winograd_wins(s->cg < s->mg ? s->cg : s->mg, ((s->oh + 1) / 2) * ((s->ow + 1) / 2));
 }
 
 /* Floats between two of the 16 transformed matrices beyond the matrix itself: matrices a power of two apart would

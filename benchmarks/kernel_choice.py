@@ -34,8 +34,8 @@ from onnx import TensorProto, helper, numpy_helper
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession
-from edgepack.runtime.native.build import forced_winograd_library
-from edgepack.runtime.native.kernel_choice import KINDS, TABLE, core_kind, winograd_everywhere, winograd_table
+from edgepack.runtime.native.build import core_kind, forced_winograd_library
+from edgepack.runtime.native.kernel_choice import KINDS, TABLE, winograd_everywhere, winograd_table
 
 
 def conv_model(channels: int, tiles: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +15,7 @@ import platformdirs
 
 from edgepack.runtime.errors import EdgepackError
 
-from .kernel_choice import FORCE_MACRO
+from .kernel_choice import FORCE_MACRO, KINDS
 from .op_contract import generated_c, write_generated_c
 
 NATIVE = Path(__file__).parent
@@ -133,6 +134,15 @@ POOL = NATIVE / "pool" / "ep_pool.c"
 def shared_library() -> Path:
     """The host library (`-O3 -march=native`, with the thread pool) used by the `cpu` provider."""
     return build("libedgepack.so", [POOL], RELEASE, ["-shared", "-fPIC", "-pthread"])
+
+
+def core_kind(march: str = "native") -> str:
+    """The kind of a core compiled here with -march=MARCH (from the compiler's predefined macros), or "default"."""
+    defined = subprocess.run([compiler(), f"-march={march}", "-dM", "-E", "-x", "c", "/dev/null"],
+                             capture_output=True, text=True, check=True).stdout
+    macros = set(re.findall(r"#define (\w+)", defined))
+    return next((kind for kind, condition in KINDS.items()
+                 if set(re.findall(r"defined\((\w+)\)", condition)) <= macros), "default")
 
 
 def forced_winograd_library(choice: int, march: str = "native") -> Path:

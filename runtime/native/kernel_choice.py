@@ -7,8 +7,6 @@ may take that path, since one plan runs on every core."""
 from __future__ import annotations
 
 import bisect
-import re
-import subprocess
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,17 +57,6 @@ def winograd_table() -> WinogradTable:
             raise ValueError(f"{TABLE}: winograd.{kind}.ratio is not {len(channels)} rows of {len(tiles)}")
     return WinogradTable(channels, tiles, raw["faster_below"], raw["default"]["min_channels"],
                          raw["default"]["min_tiles"], ratios)
-
-
-def core_kind(march: str = "native") -> str:
-    """The kind of a core compiled here with -march=MARCH (from the compiler's predefined macros), or "default"."""
-    from .build import compiler
-
-    defined = subprocess.run([compiler(), f"-march={march}", "-dM", "-E", "-x", "c", "/dev/null"],
-                             capture_output=True, text=True, check=True).stdout
-    macros = set(re.findall(r"#define (\w+)", defined))
-    return next((kind for kind, condition in KINDS.items()
-                 if set(re.findall(r"defined\((\w+)\)", condition)) <= macros), "default")
 
 
 def winograd_wins(kind: str, channels: int, tiles: int) -> bool:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgepack.runtime.native.build import compiler
-from edgepack.runtime.native.kernel_choice import c_header, core_kind, winograd_may_run, winograd_table, winograd_wins
+from edgepack.runtime.native.build import compiler, core_kind
+from edgepack.runtime.native.kernel_choice import c_header, winograd_may_run, winograd_table, winograd_wins
 
 PROBE = """#include <stdio.h>
 #include "kernel_choice.h"

@@ -17,8 +17,8 @@ from edgepack.compiler.emitters.nn_ops import WINOGRAD_MAX_WEIGHT_FLOATS, winogr
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession
-from edgepack.runtime.native.build import forced_winograd_library, shared_library
-from edgepack.runtime.native.kernel_choice import core_kind, winograd_everywhere, winograd_may_run, winograd_wins
+from edgepack.runtime.native.build import core_kind, forced_winograd_library, shared_library
+from edgepack.runtime.native.kernel_choice import winograd_everywhere, winograd_may_run, winograd_wins
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 

@@ -115,14 +115,14 @@ class Worker:
         lines = done.stdout.strip().splitlines()
         return json.loads(lines[-1]) if lines else {"error": f"onnx2tf exited with {done.returncode}"}
 
-    def ask(self, timeout: float = ANSWER_SECONDS, **request: object) -> dict:
+    def ask(self, **request: object) -> dict:
         assert self.process.stdin and self.process.stdout
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
-        if not select.select([self.process.stdout], [], [], timeout)[0]:
+        if not select.select([self.process.stdout], [], [], ANSWER_SECONDS)[0]:
             self.process.kill()
             self.process = self._start()
-            return {"error": f"no answer in {timeout:.0f} s"}
+            return {"error": f"no answer in {ANSWER_SECONDS:.0f} s"}
         line = self.process.stdout.readline()
         if not line:
             raise SystemExit("the LiteRT worker stopped; run benchmarks/litert_worker.py in its environment to see why")

@@ -29,13 +29,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import platform
 import select
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +42,7 @@ import onnx
 from rich.console import Console
 from rich.table import Table
 
+from edgepack.devices.local import cpu_model
 from edgepack.runtime.native.build import cache_root
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
@@ -53,7 +52,9 @@ from benchmarks.cpu_vs_onnxruntime import (  # noqa: E402
     cpu_session,
     geometric_mean,
     load_case,
+    opener,
     ort_session,
+    timed,
 )
 
 REQUIREMENTS = ["onnx2tf==1.29.24", "tensorflow-cpu==2.19.1", "tf-keras==2.19.0", "ai-edge-litert==2.1.0",
@@ -145,9 +146,10 @@ def static_model(case: Case) -> bytes:
 
 
 def relative_diff(reference: np.ndarray, value: np.ndarray) -> float:
-    scale = max(float(np.max(np.abs(reference))), 1e-30) if reference.size else 1.0
-    return float(np.max(np.abs(reference.astype(np.float64) - value.astype(np.float64)))) / scale if reference.size \
-        else 0.0
+    if not reference.size:
+        return 0.0
+    scale = max(float(np.max(np.abs(reference))), 1e-30)
+    return float(np.max(np.abs(reference.astype(np.float64) - value.astype(np.float64)))) / scale
 
 
 def litert_outputs(worker: Worker, item: LiteRTCase, feeds_path: str, folder: Path,
@@ -212,15 +214,9 @@ def block_median(side: str, item: LiteRTCase, worker: Worker, feeds_path: str, w
         if "error" in reply:
             raise LeftOut(reply["error"])
         return statistics.median(reply["seconds"])
-    run = cpu_session(item.case.plan) if side == "cpu" else ort_session(item.case.model)
-    for _ in range(warmup):
-        run(item.case.feeds)
-    seconds = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run(item.case.feeds)
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+    run = opener(side, item.case)()
+    timed(run, item.case.feeds, warmup)
+    return statistics.median(timed(run, item.case.feeds, runs)["wall"])
 
 
 class LeftOut(Exception):
@@ -258,7 +254,7 @@ def ratio_cell(item: LiteRTCase, peer: str) -> str:
 
 
 def report(console: Console, items: list[LiteRTCase]) -> None:
-    table = Table(title=f"cpu core against LiteRT (XNNPACK) and onnxruntime, one thread, {cpu_name()}")
+    table = Table(title=f"cpu core against LiteRT (XNNPACK) and onnxruntime, one thread, {cpu_model()}")
     for column in ("model", "cpu ms", "ort ms", "LiteRT ms", "cpu / ort (range)", "cpu / LiteRT (range)",
                    "cpu diff", "LiteRT diff"):
         table.add_column(column)
@@ -277,13 +273,6 @@ def report(console: Console, items: list[LiteRTCase]) -> None:
         if item.why_not:
             console.print(f"LiteRT left out on {item.case.name}: {item.why_not}")
     console.print("diff: max |output - onnxruntime's| over the largest |onnxruntime output|, same feeds")
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

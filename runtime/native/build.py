@@ -217,8 +217,16 @@ checks and seldom-hot kernels are -Os. On the sample models this is as fast in V
 of the bytes (ppocr-rec's core: 118 KB, 184 KB at -O3)."""
 WASM_EXPORTS = ["ep_required_bytes", "ep_open", "ep_open_error", "ep_run", "ep_error", "ep_input_count",
                 "ep_output_count", "ep_input", "ep_output", "ep_status_name", "__heap_base"]
+WASM_THREADS = ["-matomics", "-mmutable-globals"]
+"""The threaded core's flags beside WASM: atomics (and shared memory), and a stack pointer a worker may set."""
+WASM_THREADS_LINK = ["--shared-memory", "--import-memory", f"--initial-memory={16 << 16}",
+                     f"--max-memory={32768 << 16}", f"-zstack-size={4 << 16}"]
+"""The threaded core imports its memory (env.memory, shared, 16 to 32768 pages: core.js's THREADED_MEMORY makes it)
+and keeps a 256 KiB stack for the page's thread; each worker gets one as big (core.js: __heap_base - __data_end)."""
+WASM_THREADS_EXPORTS = ["ep_wasm_threads", "ep_wasm_worker", "ep_worker_scratch_bytes", "__stack_pointer",
+                        "__data_end"]
 WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
-"""The node glue: `node ep_run.mjs CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
+"""The node glue: `node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
 
 
 def wasm_optimization(path: str) -> list[str]:
@@ -226,17 +234,22 @@ def wasm_optimization(path: str) -> list[str]:
     return WASM_OPTIMIZATION.get(path, ["-Os"])
 
 
-def wasm_core(kernels: dict[str, str] | None = None, core_files: list[Path] | None = None) -> Path:
+def wasm_core(kernels: dict[str, str] | None = None, core_files: list[Path] | None = None,
+              threads: bool = False) -> Path:
     """The core as a freestanding wasm32 module with SIMD128 (no emscripten, no libc: wasm/libc.c has the three
     memory functions the compiler calls), its hot kernels built for speed and the rest for size
     (`WASM_OPTIMIZATION`); with `kernels` (op enum name -> kernel symbol) and the `core_files` they need, a core for
-    those ops only: its registry names no other kernel, and no other kernel is compiled."""
+    those ops only: its registry names no other kernel, and no other kernel is compiled. With `threads`, the threaded
+    core: atomics, a shared imported memory and wasm/pool.c, whose workers are instances of it on that memory."""
     if not shutil.which(WASM_CC) or not shutil.which("wasm-ld"):
         raise EdgepackError("clang and lld are needed to build the wasm runtime core",
                             fix="apt-get install clang lld")
-    exports = ["-Wl,--no-entry", *(f"-Wl,--export={name}" for name in WASM_EXPORTS)]
-    return build("core.wasm", [NATIVE / "wasm" / "libc.c"], WASM, exports, cc=WASM_CC, kernels=kernels,
-                 core_files=core_files, file_flags=wasm_optimization)
+    exports = WASM_EXPORTS + (WASM_THREADS_EXPORTS if threads else [])
+    link = ["-Wl,--no-entry", *(f"-Wl,--export={name}" for name in exports),
+            *(f"-Wl,{flag}" for flag in (WASM_THREADS_LINK if threads else []))]
+    extra = [NATIVE / "wasm" / "libc.c", *([NATIVE / "wasm" / "pool.c"] if threads else [])]
+    return build("core-threads.wasm" if threads else "core.wasm", extra, WASM + (WASM_THREADS if threads else []),
+                 link, cc=WASM_CC, kernels=kernels, core_files=core_files, file_flags=wasm_optimization)
 
 
 LIBFUZZER = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address,undefined",

@@ -56,9 +56,9 @@ typedef struct ep_context {
 
 /* What copying a float weighs in ep_task_count's multiply-adds: work bound by memory splits at fewer floats. */
 #define EP_COPY_WORK 16.0
-#ifdef __wasm__
-/* The wasm core runs on one thread (a page hands it no loop): one task, run in place, so that each kernel's task
-   function inlines into it as before. */
+#if defined(__wasm__) && !defined(__wasm_atomics__)
+/* The wasm core without atomics runs on one thread: one task, run in place, so that each kernel's task function
+   inlines into it as before. (The threaded wasm core, built with atomics, splits its loops as native builds do.) */
 static inline int64_t ep_task_count(const ep_context *ctx, int64_t units, double fmas) {
     (void)ctx, (void)units, (void)fmas;
     return 1;

@@ -34,7 +34,7 @@ ep_context ep_context_of(ep_session *s) {
     return context;
 }
 
-#ifndef __wasm__
+#if !defined(__wasm__) || defined(__wasm_atomics__)
 int64_t ep_task_count(const ep_context *ctx, int64_t units, double fmas) {
     int64_t tasks = ctx->workers < units ? ctx->workers : units;
     while (tasks > 1 && fmas / (double)tasks < EP_TASK_FMAS) tasks--;

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import EdgepackError
+
 if TYPE_CHECKING:
     import numpy as np
     import onnx
@@ -83,3 +85,13 @@ PROVIDERS = Registry()
 def register(provider: Provider) -> Provider:
     PROVIDERS.add(provider)
     return provider
+
+
+def thread_count(options: Options, provider: str) -> int:
+    """A session's `threads` option for `provider` (1 when not given): how many threads its core runs on."""
+    threads = options.get("threads")
+    threads = 1 if threads is None else int(threads)
+    if threads < 1:
+        raise EdgepackError(f"threads must be 1 or more, not {threads}", where=f"the {provider} provider's options",
+                            fix="pass threads=1 (one thread) or more")
+    return threads

@@ -1,5 +1,6 @@
 """The `wasm` provider: the same C core built for wasm32 with SIMD128 (clang, no emscripten), run here in node
-through a small JS glue (`runtime/native/wasm/ep_run.mjs`)."""
+through a small JS glue (`runtime/native/wasm/ep_run.mjs`); with `threads` above 1, the threaded core on that many
+node threads (the page's Web Workers, in a browser)."""
 
 from __future__ import annotations
 
@@ -12,23 +13,26 @@ from ..capability import PlanCapability
 from ..native.build import WASM_CC, WASM_GLUE, wasm_core
 from ..native.emulated import EmulatedSession
 from ..native.plan_compiler import planned
-from . import CompiledPartition, Options, Provider, register
+from . import CompiledPartition, Options, Provider, register, thread_count
 from .cpu_claims import CLAIMS
 
 
-def node_command() -> list[str]:
-    """node, the glue and the core: `EmulatedSession` appends the plan, the output folder and the inputs."""
+def node_command(threads: int = 1) -> list[str]:
+    """node, the glue and the core (the threaded one on `threads` threads, above 1): `EmulatedSession` appends the
+    plan, the output folder and the inputs."""
+    if threads > 1:
+        return [str(shutil.which("node")), str(WASM_GLUE), "--threads", str(threads), str(wasm_core(threads=True))]
     return [str(shutil.which("node")), str(WASM_GLUE), str(wasm_core())]
 
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
-    command = node_command()
+    command = node_command(thread_count(options, "wasm"))
     return planned(model, lambda plan, source: EmulatedSession(plan, command))
 
 
 def load_plan(path: Path, options: Options) -> EmulatedSession:
     """An `.epk` plan file (a web bundle's partition), run as it is, at the shapes it was lowered for."""
-    return EmulatedSession(path.read_bytes(), node_command())
+    return EmulatedSession(path.read_bytes(), node_command(thread_count(options, "wasm")))
 
 
 def missing() -> str | None:
@@ -38,4 +42,5 @@ def missing() -> str | None:
 
 
 PROVIDER = register(Provider("wasm", "the C runtime core as wasm32 + SIMD128 (run in node here)",
-                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=missing))
+                             PlanCapability(CLAIMS), compile_partition, load=load_plan, missing=missing,
+                             thread_option="threads"))

@@ -29,11 +29,15 @@ RUNTIME = Path(__file__).parent / "runtime"
 RUNTIME_FILES = ("session.js", "wasm.js")
 CORE_ABI = NATIVE / "wasm" / "core.js"
 """The one decoder of the wasm core's ABI, shipped as runtime/core.js."""
+CORE_WORKER = NATIVE / "wasm" / "worker.js"
+"""A worker of the threaded core, shipped as runtime/wasm_worker.js."""
 GPU_RUNTIME_FILES = ("webgpu.js", "webgpu_support.js", "webgpu_weights.js", "webgpu_buffers.js", "webgpu_pipelines.js",
                      "webgpu_geometry.js", "webgpu_lowerings.js", "webgpu_conv_gemm.js", "epk.js")
 """The WebGPU executor: webgpu.js (which session.js imports once a WebGPU device is open) and every module it
 imports, ops.js (written from the op contract) aside."""
 CORE = "runtime/edgepack.wasm"
+THREADED_CORE = "runtime/edgepack-threads.wasm"
+"""The same kernels built with atomics, which a cross-origin isolated page runs on several threads."""
 KERNELS = "kernels"
 EXAMPLE_ELEMENTS = 4096
 """Integer inputs up to this size keep the build sample's values in the demo (a sample rate, token ids)."""
@@ -92,7 +96,8 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
                                 "cannot pass to JavaScript (no typed array holds packed sub-byte values)",
                                 where=port["name"], fix="cast it to a byte-sized dtype in the model, e.g. int8")
     name = package_name(bundle)
-    model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "kernels": KERNELS,
+    model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "threadedCore": THREADED_CORE,
+             "kernels": KERNELS,
              "partitions": model_partitions}
 
     _write_runtime(staging, bool(kernels), plans)
@@ -152,18 +157,21 @@ def _package(name: str, version: str, gpu: bool) -> dict[str, Any]:
     }
 
 
-def bundle_core(plans: list[Plan]) -> Path:
-    """The bundle's own wasm core: the kernels of every op the plans use (WebGPU partitions' too, for they fall back
-    to the wasm core) and the core files those need, compiled (and cached) for that set."""
+def bundle_core(plans: list[Plan], threads: bool = False) -> Path:
+    """The bundle's own wasm core (the threaded one with `threads`): the kernels of every op the plans use (WebGPU
+    partitions' too, for they fall back to the wasm core) and the core files those need, compiled (and cached) for
+    that set."""
     selection = core_sources.select(OPS[op.kind] for plan in plans for op in plan.ops)
-    return wasm_core(selection.kernels, [NATIVE / path for path in selection.files if path.suffix == ".c"])
+    return wasm_core(selection.kernels, [NATIVE / path for path in selection.files if path.suffix == ".c"], threads)
 
 
 def _write_runtime(staging: Path, gpu: bool, plans: list[Plan]) -> None:
     for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
         write_file(staging / "runtime" / file, (RUNTIME / file).read_text())
     write_file(staging / "runtime" / "core.js", CORE_ABI.read_text())
+    write_file(staging / "runtime" / "wasm_worker.js", CORE_WORKER.read_text())
     if gpu:
         write_file(staging / "runtime" / "ops.js", js_module())
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(bundle_core(plans), staging / CORE)
+    shutil.copyfile(bundle_core(plans, threads=True), staging / THREADED_CORE)

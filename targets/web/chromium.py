@@ -43,7 +43,12 @@ def missing() -> str | None:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the root folder, and a blank page at /edgepack-blank.html for tabs that only import modules."""
+    """Serves the root folder, and a blank page at /edgepack-blank.html for tabs that only import modules; with
+    `isolated`, every response carries the headers that make a page cross-origin isolated (shared memory)."""
+
+    def __init__(self, *args: Any, isolated: bool = False, **kwargs: Any) -> None:
+        self.isolated = isolated  # before the base class, which handles the request in its __init__
+        super().__init__(*args, **kwargs)
 
     def do_GET(self) -> None:
         if self.path != f"/{BLANK}":
@@ -61,6 +66,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
+        if self.isolated:
+            self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+            self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
         super().end_headers()
 
 
@@ -76,15 +84,16 @@ def _playwright() -> Any:
 
 
 class Chromium:
-    """`with Chromium(folder) as browser: page = browser.page(); page.goto(browser.url("x/demo/index.html"))`."""
+    """`with Chromium(folder) as browser: page = browser.page(); page.goto(browser.url("x/demo/index.html"))`; with
+    `isolated`, the folder is served with COOP and COEP, so that its pages are cross-origin isolated."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, isolated: bool = False) -> None:
         reason = missing()
         if reason:
             raise EdgepackError(f"headless Chromium cannot run here: {reason}", where="chromium",
                                 fix="install chromium and playwright (./dev test does both)")
         self.root = Path(root)
-        handler = functools.partial(_QuietHandler, directory=str(self.root))
+        handler = functools.partial(_QuietHandler, directory=str(self.root), isolated=isolated)
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.profile = tempfile.TemporaryDirectory(prefix="edgepack-chromium-")
@@ -125,12 +134,13 @@ RUN_BUNDLE = "\n".join(line for line in (Path(__file__).parent / "run_bundle.js"
 
 
 def run_bundle(page: Any, module_url: str, feeds: dict[str, np.ndarray], dtypes: dict[str, str],
-               providers: list[str] | str = "auto", repeat: int = 0) -> dict[str, Any]:
-    """Runs the bundle whose index.js is at `module_url` in `page`; outputs come back as numpy arrays (dtypes by
-    output name), with `coldStartMs` (import + fetch + compile + first run), `firstRunMs` and `runMs`."""
+               providers: list[str] | str = "auto", repeat: int = 0, threads: int | None = None) -> dict[str, Any]:
+    """Runs the bundle whose index.js is at `module_url` in `page` (the wasm core on `threads`, None: the bundle's
+    default); outputs come back as numpy arrays (dtypes by output name), with `threads` (the session's),
+    `coldStartMs` (import + fetch + compile + first run), `firstRunMs` and `runMs`."""
     encoded = {name: base64.b64encode(np.ascontiguousarray(value).tobytes()).decode() for name, value in feeds.items()}
-    result = page.evaluate(RUN_BUNDLE, {"module": module_url, "providers": providers, "feeds": encoded,
-                                        "repeat": repeat})
+    result = page.evaluate(RUN_BUNDLE, {"module": module_url, "providers": providers, "threads": threads,
+                                        "feeds": encoded, "repeat": repeat})
     result["outputs"] = {
         name: np.frombuffer(base64.b64decode(value["data"]), NUMPY_DTYPES[dtypes[name]]).reshape(value["dims"])
         for name, value in result["outputs"].items()}

@@ -1,6 +1,6 @@
 // Evaluated in a page by chromium.py: imports a bundle's index.js, runs it on base64-encoded feeds and returns the
-// outputs (base64), the provider per partition, the adapter and the timings.
-async ({ module, providers, feeds, repeat }) => {
+// outputs (base64), the provider per partition, the adapter, the wasm core's threads and the timings.
+async ({ module, providers, threads, feeds, repeat }) => {
   const decode = (text, Type) => { const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
     return new Type(bytes.buffer); };
   const encode = (array) => { const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
@@ -9,7 +9,7 @@ async ({ module, providers, feeds, repeat }) => {
   const TYPES = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, uint8: Uint8Array, int8: Int8Array, bool: Uint8Array };
   const started = performance.now();
   const { createSession, model } = await import(module);
-  const session = await createSession({ providers });
+  const session = await createSession({ providers, threads: threads ?? undefined });
   const inputs = Object.fromEntries(model.inputs.map((i) => [i.name, { data: decode(feeds[i.name], TYPES[i.dtype]), dims: i.dims }]));
   const firstStart = performance.now();
   let outputs = await session.run(inputs);
@@ -17,7 +17,7 @@ async ({ module, providers, feeds, repeat }) => {
   const first = performance.now() - firstStart;
   const times = [];
   for (let i = 0; i < repeat; i++) { const t = performance.now(); outputs = await session.run(inputs); times.push(performance.now() - t); }
-  const result = { providers: session.providers, partitions: session.partitions, adapter: session.adapter,
+  const result = { providers: session.providers, partitions: session.partitions, adapter: session.adapter, threads: session.threads,
     coldStartMs: coldStart, firstRunMs: first, runMs: times, outputs: {} };
   for (const [name, { data, dims }] of Object.entries(outputs)) result.outputs[name] = { data: encode(data), dims };
   session.release();

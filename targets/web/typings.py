@@ -52,6 +52,16 @@ export interface SessionOptions {{
   cache?: boolean;
   /** Where the bundle's files are served, when not beside index.js. */
   baseUrl?: string | URL;
+  /** Threads of the wasm core (default: half the logical cores, at most 4); more than one needs a cross-origin
+      isolated page. */
+  threads?: number;
+}}
+
+export interface ThreadsInfo {{
+  /** The threads each wasm partition runs on: the page's and count - 1 Workers. */
+  count: number;
+  /** Why it is one where more were asked for (the page is not cross-origin isolated). */
+  reason?: string;
 }}
 
 export interface PartitionInfo {{
@@ -86,9 +96,11 @@ export interface Session {{
   readonly partitions: PartitionInfo[];
   /** The WebGPU adapter, or null when no partition runs on WebGPU. */
   readonly adapter: AdapterInfo | null;
+  /** The wasm core's threads, or null when no partition runs on wasm. */
+  readonly threads: ThreadsInfo | null;
   /** Runs the model; rejects with an Error naming a wrong input name, dtype or dims. */
   run(feeds: Inputs): Promise<Outputs>;
-  /** Frees the GPU resources. */
+  /** Frees the GPU resources and stops the wasm core's Workers. */
   release(): void;
 }}
 
@@ -97,6 +109,7 @@ export interface ModelInfo {{
   inputs: TensorSpec[];
   outputs: TensorSpec[];
   core: string;
+  threadedCore: string;
   kernels: string;
   partitions: {{ id: string; provider: ProviderName; plan: string; inputs: string[]; outputs: string[] }}[];
 }}

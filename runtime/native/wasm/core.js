@@ -1,6 +1,7 @@
 // The wasm core's ABI, decoded in this one module: where a plan, the result words and the session go in an
 // instance's memory, the layout of ep_tensor_info on wasm32 (edgepack.h), and opening, running and reading one plan.
-// The web runtime (its wasm.js), node's ep_run.mjs and the node benchmark all go through it.
+// The web runtime (its wasm.js), node's ep_run.mjs and the node benchmark all go through it. The threaded core
+// (build.py's wasm_core(threads=True)) imports a shared memory and runs its parallel loops on workers (worker.js).
 
 const ALIGN = 64;
 const INFO_BYTES = 88; // ep_tensor_info on wasm32: name, name_len, dtype, rank, dims[8] (int64), bytes, data
@@ -11,7 +12,23 @@ export const ARRAYS = { 1: Float32Array, 2: Uint8Array, 3: Int8Array, 4: Uint16A
                         13: BigUint64Array, 16: Uint16Array, 17: Uint8Array, 18: Uint8Array, 19: Uint8Array,
                         20: Uint8Array, 21: Uint8Array, 22: Uint8Array, 23: Uint8Array, 25: Uint8Array, 26: Uint8Array };
 
+// The threaded core's memory, as build.py's WASM_THREADS_LINK declares it: 16 to 32768 pages, shared.
+const THREADED_MEMORY = { initial: 16, maximum: 32768, shared: true };
+
 const align = (value) => Math.ceil(value / ALIGN) * ALIGN;
+const grow = (memory, end) => {
+  if (end > memory.buffer.byteLength) memory.grow(Math.ceil((end - memory.buffer.byteLength) / 65536));
+};
+
+/** Whether `module` (a compiled core) is the threaded core: it imports its memory. */
+export const isThreaded = (module) => WebAssembly.Module.imports(module).some((entry) => entry.kind === "memory");
+
+/** A fresh instance of `module` for one plan: { exports, memory }; the threaded core's on a new shared memory. */
+export async function instantiateCore(module) {
+  const memory = isThreaded(module) ? new WebAssembly.Memory(THREADED_MEMORY) : undefined;
+  const instance = await WebAssembly.instantiate(module, memory ? { env: { memory } } : {});
+  return { exports: instance.exports, memory: memory ?? instance.exports.memory };
+}
 
 /** An error of the core: `stage` is "plan" (refused before opening), "open" or "run". */
 export class CoreError extends Error {
@@ -21,26 +38,23 @@ export class CoreError extends Error {
   }
 }
 
-/** Opens `plan` (a Uint8Array of .epk bytes) in `core`, the exports of a fresh instance of the core module. */
-export function openPlan(core, plan) {
-  const memory = core.memory;
+/** Opens `plan` (a Uint8Array of .epk bytes) in `core`, the exports of a fresh instance of the core module, whose
+    memory is `memory`. */
+export function openPlan(core, plan, memory = core.memory) {
   const planAt = align(core.__heap_base.value);
   const resultAt = align(planAt + plan.length);
   const sessionAt = align(resultAt + RESULT_BYTES + INFO_BYTES);
-  const grow = (end) => {
-    if (end > memory.buffer.byteLength) memory.grow(Math.ceil((end - memory.buffer.byteLength) / 65536));
-  };
   const word = (at) => new DataView(memory.buffer).getUint32(at, true);
   const text = (pointer, length) => {
     const bytes = new Uint8Array(memory.buffer, pointer);
     return new TextDecoder().decode(bytes.slice(0, length ?? bytes.indexOf(0)));
   };
-  grow(sessionAt);
+  grow(memory, sessionAt);
   new Uint8Array(memory.buffer, planAt, plan.length).set(plan);
   let status = core.ep_required_bytes(planAt, plan.length, resultAt);
   if (status !== 0) throw new CoreError("plan", text(core.ep_status_name(status)));
   const needed = word(resultAt);
-  grow(sessionAt + needed);
+  grow(memory, sessionAt + needed);
   status = core.ep_open(planAt, plan.length, sessionAt, needed, resultAt);
   if (status !== 0) throw new CoreError("open", text(core.ep_open_error(sessionAt, needed)));
   const session = word(resultAt);
@@ -62,8 +76,23 @@ export function openPlan(core, plan) {
     outputs,
     /** The bytes of `tensor` (an entry of inputs or outputs) in the instance's memory, to fill or to copy. */
     bytes: (tensor) => new Uint8Array(memory.buffer, tensor.data, tensor.bytes),
-    /** A copy of an output as its typed array. */
-    read: (tensor) => new ARRAYS[tensor.dtype](memory.buffer.slice(tensor.data, tensor.data + tensor.bytes)),
+    /** A copy of an output as its typed array (on an ArrayBuffer of its own, never the shared memory's). */
+    read: (tensor) => new ARRAYS[tensor.dtype](new Uint8Array(memory.buffer, tensor.data, tensor.bytes).slice().buffer),
+    /** Runs the plan's parallel loops on `workers` threads (the threaded core only): this one, and workers - 1 that
+        `start(number, stackTop)` starts, each an instance of the same module on the same memory that sets its
+        __stack_pointer to stackTop and calls ep_wasm_worker(number); it resolves when the worker is about to. */
+    async addWorkers(workers, start) {
+      const stack = align(core.__heap_base.value - core.__data_end.value);
+      const scratch = align(core.ep_worker_scratch_bytes(session));
+      const scratchAt = align(sessionAt + needed);
+      const stacksAt = align(scratchAt + scratch * (workers - 1));
+      grow(memory, stacksAt + stack * (workers - 1));
+      const started = [];
+      for (let number = 1; number < workers; number++) started.push(start(number, stacksAt + stack * number));
+      await Promise.all(started);
+      const code = core.ep_wasm_threads(session, workers, scratchAt, scratch * (workers - 1));
+      if (code !== 0) throw new CoreError("open", text(core.ep_error(session)));
+    },
     run() {
       const code = core.ep_run(session);
       if (code !== 0) throw new CoreError("run", text(core.ep_error(session)));

@@ -1,8 +1,10 @@
-// ep_run for the wasm32 build, in node: the same command line as the native ep_run.
-// usage: node ep_run.mjs CORE.wasm PLAN.epk OUT_DIR INPUT.npy...
+// ep_run for the wasm32 build, in node: the same command line as the native ep_run. With --threads N (N > 1, the
+// threaded core), the plan's parallel loops run on this thread and N - 1 worker threads (worker.js).
+// usage: node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...
 import { readFileSync, writeFileSync } from "node:fs";
+import { Worker } from "node:worker_threads";
 
-import { openPlan } from "./core.js";
+import { instantiateCore, isThreaded, openPlan } from "./core.js";
 
 // numpy's codes of the dtypes it has; the others (bfloat16, float8, packed sub-byte) travel as raw bytes, 1-D '|u1'.
 const NPY_CODES = { 1: "<f4", 2: "|u1", 3: "|i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "|b1", 10: "<f2", 11: "<f8",
@@ -29,12 +31,23 @@ function writeNpy(path, descr, dims, bytes) {
   writeFileSync(path, Buffer.concat([prefix, Buffer.from(header, "latin1"), Buffer.from(bytes)]));
 }
 
-const [corePath, planPath, outDir, ...inputPaths] = process.argv.slice(2);
-const { instance } = await WebAssembly.instantiate(readFileSync(corePath), {});
+const args = process.argv.slice(2);
+const threads = args[0] === "--threads" ? Number(args.splice(0, 2)[1]) : 1;
+const [corePath, planPath, outDir, ...inputPaths] = args;
 const fail = (code, message) => { process.stderr.write(`ep_run.mjs: ${message}\n`); process.exit(code); };
+if (!(threads >= 1)) fail(2, "--threads takes a number of threads, 1 or more");
+const module = await WebAssembly.compile(readFileSync(corePath));
+if (threads > 1 && !isThreaded(module)) fail(2, `--threads ${threads} needs the threaded core, and ${corePath} is not`);
+const core = await instantiateCore(module);
+const startWorker = (number, stackTop) => new Promise((resolve, reject) => {
+  const worker = new Worker(new URL("./worker.js", import.meta.url));
+  worker.once("message", () => resolve(worker.unref())).once("error", reject);
+  worker.postMessage({ module, memory: core.memory, number, stackTop });
+});
 let plan;
 try {
-  plan = openPlan(instance.exports, new Uint8Array(readFileSync(planPath)));
+  plan = openPlan(core.exports, new Uint8Array(readFileSync(planPath)), core.memory);
+  if (threads > 1) await plan.addWorkers(threads, startWorker);
 } catch (error) {
   fail(3, error.message);
 }

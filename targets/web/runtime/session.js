@@ -97,14 +97,31 @@ function checkFeeds(model, feeds) {
   return values;
 }
 
+// The wasm core's threads: `threads` when given, else half the logical cores, at most 4 (onnxruntime-web's
+// default). More than one needs shared memory, which a page has only when cross-origin isolated (served with
+// Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp); without it the session runs
+// on one thread and says why.
+function wasmThreads(threads) {
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
+    throw new Error(`edgepack: threads must be a whole number, 1 or more; got ${JSON.stringify(threads)}`);
+  }
+  const wanted = threads ?? Math.min(4, Math.ceil((globalThis.navigator?.hardwareConcurrency ?? 1) / 2));
+  if (wanted > 1 && !(globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function")) {
+    return { count: 1, reason: `the page is not cross-origin isolated, so the wasm core has no shared memory for ${wanted} threads; serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp` };
+  }
+  return { count: wanted };
+}
+
 /** Opens the bundle described by `model` (index.js) whose files live under `base`. */
 export async function openSession(model, base, options = {}) {
   const auto = options.providers === undefined || options.providers === "auto";
   const wanted = providerList(options.providers);
   const load = fileLoader(options.baseUrl ? new URL(options.baseUrl, base) : base, options.cache ? `edgepack-${model.name}` : null);
   const wantsGpu = wanted.includes("webgpu") && model.partitions.some((p) => p.provider === "webgpu");
+  const threads = wasmThreads(options.threads);
   let core = null;
-  const wasmCore = () => (core ??= load(model.core).then((r) => r.arrayBuffer()).then(compileCore));
+  const corePath = threads.count > 1 ? model.threadedCore : model.core;
+  const wasmCore = () => (core ??= load(corePath).then((r) => r.arrayBuffer()).then(compileCore));
   // fetched now where a partition is sure to run on wasm (a failure surfaces where that partition opens)
   if (!wantsGpu || model.partitions.some((p) => p.provider !== "webgpu")) wasmCore().catch(() => {});
   const plans = Promise.all(model.partitions.map((p) => load(p.plan).then((r) => r.arrayBuffer())));
@@ -128,7 +145,7 @@ export async function openSession(model, base, options = {}) {
     if (!wanted.includes("wasm")) {
       throw new Error(`edgepack: partition ${part.id} cannot run on ${wanted.join(", ")} (${reason ?? `it was built for ${part.provider}`}); add "wasm" to providers`);
     }
-    const runner = await openWasmPartition(await wasmCore(), planBytes, label);
+    const runner = await openWasmPartition(await wasmCore(), planBytes, label, threads.count);
     partitions.push({ id: part.id, provider: "wasm", planned: part.provider, reason, inputs: part.inputs, runner });
   }
   return {
@@ -137,6 +154,7 @@ export async function openSession(model, base, options = {}) {
     providers: partitions.map((p) => p.provider),
     partitions: partitions.map(({ id, provider, planned, reason }) => ({ id, provider, planned, reason })),
     adapter: partitions.some((p) => p.provider === "webgpu") ? gpu.adapterInfo : null,
+    threads: partitions.some((p) => p.provider === "wasm") ? { ...threads } : null,
     async run(feeds) {
       const values = checkFeeds(model, feeds);
       for (const part of partitions) {

@@ -1,8 +1,8 @@
 """edgepack's web bundle (`--profile web`, its JS runtime on the wasm core) against onnxruntime-web (wasm backend,
-1 thread), both in one headless Chromium.
+1 thread, or --threads on both sides), both in one headless Chromium.
 
     python benchmarks/web_vs_onnxruntime_web.py [--blocks 5] [--block-ms 400] [--warmup 2] [--cold 3]
-                                                [--gpu-runs 1] [--seed 0] [model ...]
+                                                [--gpu-runs 1] [--seed 0] [--threads 1] [model ...]
 
 Models and inputs are those of `wasm_vs_onnxruntime_web.py`: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320,
 ppocr-cls at 1x3x48x192 and silero-vad (512 samples at 16 kHz), inputs from `samples.feeds(name, --seed)`. edgepack
@@ -13,7 +13,10 @@ onnxruntime-web runs the same model slimmed as a build slims it, from its wasm-o
 `dist/ort-wasm-simd-threaded.wasm`), with `executionProviders: ["wasm"]`, `graphOptimizationLevel: "all"` and
 `ort.env.wasm.numThreads = 1`. onnxruntime-web comes from npm into edgepack's cache (`install_ort_web` of
 wasm_vs_onnxruntime_web.py). One localhost server (targets/web/chromium.py, `Cache-Control: no-store`, no COOP/COEP
-headers, so neither side could use threads) serves both; Chromium is Debian's, driven by Playwright, with default V8
+headers, so neither side could use threads) serves both. With --threads N above 1 the server adds COOP and COEP (the
+pages are cross-origin isolated), edgepack opens `createSession({providers: ["wasm"], threads: N})` (its threaded
+core, `runtime/edgepack-threads.wasm`, on the page's thread and N - 1 Workers) and onnxruntime-web runs with
+`numThreads = N`; Chromium is Debian's, driven by Playwright, with default V8
 flags (wasm compiled by Liftoff first and tiered up in the background, as a user's browser does).
 
 cold start: a fresh tab per measurement (nothing imported, nothing compiled, nothing cached): the time from the
@@ -131,16 +134,18 @@ def prepare(name: str, seed: int, root: Path) -> Case:
 class Runner:
     """Both sides in one Chromium: `call(side, page, repeat)` runs a fresh session and returns run_bundle's dict."""
 
-    def __init__(self, browser: Chromium, root: Path, ort_module: str, ort_wasm: str) -> None:
+    def __init__(self, browser: Chromium, root: Path, ort_module: str, ort_wasm: str, threads: int) -> None:
         self.browser, self.root, self.ort_module, self.ort_wasm = browser, root, ort_module, ort_wasm
+        self.threads = threads
 
     def call(self, side: str, page: Any, case: Case, repeat: int, providers: list[str] | None = None
              ) -> dict[str, Any]:
         if side == "edgepack":
             url = self.browser.url((case.bundle / "index.js").relative_to(self.root).as_posix())
-            return run_bundle(page, url, case.feeds, case.dtypes, providers or ["wasm"], repeat)
+            return run_bundle(page, url, case.feeds, case.dtypes, providers or ["wasm"], repeat, self.threads)
         return run_ort(page, self.browser.url(self.ort_module), self.browser.url(self.ort_wasm),
-                       self.browser.url(case.model.relative_to(self.root).as_posix()), case.feeds, repeat)
+                       self.browser.url(case.model.relative_to(self.root).as_posix()), case.feeds, repeat,
+                       self.threads)
 
 
 def measure(runner: Runner, case: Case, args: argparse.Namespace, console: Console) -> Measured:
@@ -303,6 +308,9 @@ def main() -> None:
                         help="timed WebGPU calls after the first (default: 1; ppocr-det takes about a minute a call "
                              "on SwiftShader here; -1 skips the WebGPU column)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of both sides' wasm engines (default: 1; more serves the pages cross-origin "
+                             "isolated, and edgepack runs its threaded core)")
     args = parser.parse_args()
 
     console = Console(width=220)
@@ -316,8 +324,8 @@ def main() -> None:
             console.print(f"building the web bundle of {name} (fp32 weights)")
             cases.append(prepare(name, args.seed, root))
         ort_module, ort_wasm = stage_ort(package, root)
-        with Chromium(root) as browser:
-            runner = Runner(browser, root, ort_module, ort_wasm)
+        with Chromium(root, isolated=args.threads > 1) as browser:
+            runner = Runner(browser, root, ort_module, ort_wasm, args.threads)
             version = browser.context.browser.version if browser.context.browser else "?"
             for case in cases:
                 console.print(f"measuring {case.name}")
@@ -328,7 +336,9 @@ def main() -> None:
                     continue
                 adapter = adapter or measured[-1].gpu_adapter
             page_bytes_table(console, browser, root, cases)
-        caption = (f"onnxruntime-web {package_json(package)['version']}, Chromium {version} headless; ms are wall "
+        caption = (f"onnxruntime-web {package_json(package)['version']}, Chromium {version} headless, "
+                   f"{args.threads} thread(s) a side{' (pages cross-origin isolated)' if args.threads > 1 else ''}; "
+                   "ms are wall "
                    f"time; cold: median of {args.cold} fresh tabs per side; p50: median of {args.blocks} interleaved "
                    f"block medians of about {args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} "
                    f"warmup call(s) each")

@@ -50,7 +50,7 @@ ORACLE_KIND = "reference on the source model"
 HOST_NOTE = "Timings are this machine's CPU running Chromium headless, not those of a user's device."
 
 ORT_RUN = """
-async ({ module, wasmPaths, model, feeds, repeat }) => {
+async ({ module, wasmPaths, model, feeds, repeat, threads }) => {
   const TYPES = { float32: Float32Array, int32: Int32Array, int64: BigInt64Array, uint8: Uint8Array,
     int8: Int8Array, bool: Uint8Array };
   const decode = (text, Type) => new Type(Uint8Array.from(atob(text), (c) => c.charCodeAt(0)).buffer);
@@ -62,7 +62,7 @@ async ({ module, wasmPaths, model, feeds, repeat }) => {
   };
   const started = performance.now();
   const ort = await import(module);
-  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.numThreads = threads;
   ort.env.wasm.proxy = false;
   ort.env.wasm.wasmPaths = { wasm: wasmPaths };
   const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
@@ -88,7 +88,7 @@ async ({ module, wasmPaths, model, feeds, repeat }) => {
   return result;
 }
 """
-"""Evaluated in a page: imports onnxruntime-web, opens the model on its wasm backend (1 thread), runs it on the
+"""Evaluated in a page: imports onnxruntime-web, opens the model on its wasm backend (`threads`), runs it on the
 base64 feeds like `run_bundle.js` runs a bundle, and returns the outputs (base64) and the timings."""
 
 
@@ -245,12 +245,13 @@ def encode_feeds(feeds: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
 
 
 def run_ort(page: Any, module_url: str, wasm_url: str, model_url: str, feeds: Mapping[str, np.ndarray],
-            repeat: int) -> dict[str, Any]:
-    """Runs onnxruntime-web on `model_url` in `page` like `run_bundle` runs a bundle; outputs as numpy."""
+            repeat: int, threads: int = 1) -> dict[str, Any]:
+    """Runs onnxruntime-web on `model_url` in `page` (on `threads`: more than one needs a cross-origin isolated
+    page) like `run_bundle` runs a bundle; outputs as numpy."""
     from edgepack.targets.web.chromium import NUMPY_DTYPES
 
     result = page.evaluate(ORT_RUN, {"module": module_url, "wasmPaths": wasm_url, "model": model_url,
-                                     "feeds": encode_feeds(feeds), "repeat": repeat})
+                                     "feeds": encode_feeds(feeds), "repeat": repeat, "threads": threads})
     result["outputs"] = {name: np.frombuffer(base64.b64decode(value["data"]),
                                              NUMPY_DTYPES.get(value["dtype"], np.float32)).reshape(value["dims"])
                          for name, value in result["outputs"].items()}

@@ -165,13 +165,23 @@ def bundle_core(plans: list[Plan], threads: bool = False) -> Path:
     return wasm_core(selection.kernels, [NATIVE / path for path in selection.files if path.suffix == ".c"], threads)
 
 
+WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*(//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/[ \t]*)\n", re.MULTILINE)
+"""A `//` comment or a `/* ... */` block that a line starts with and nothing follows."""
+
+
+def shipped_js(text: str) -> str:
+    """A runtime module as the bundle ships it: without the comments that take whole lines (the page fetches every
+    byte; index.js and index.d.ts keep the documentation)."""
+    return WHOLE_LINE_COMMENT.sub("", text)
+
+
 def _write_runtime(staging: Path, gpu: bool, plans: list[Plan]) -> None:
     for file in RUNTIME_FILES + (GPU_RUNTIME_FILES if gpu else ()):
-        write_file(staging / "runtime" / file, (RUNTIME / file).read_text())
-    write_file(staging / "runtime" / "core.js", CORE_ABI.read_text())
-    write_file(staging / "runtime" / "wasm_worker.js", CORE_WORKER.read_text())
+        write_file(staging / "runtime" / file, shipped_js((RUNTIME / file).read_text()))
+    write_file(staging / "runtime" / "core.js", shipped_js(CORE_ABI.read_text()))
+    write_file(staging / "runtime" / "wasm_worker.js", shipped_js(CORE_WORKER.read_text()))
     if gpu:
-        write_file(staging / "runtime" / "ops.js", js_module())
+        write_file(staging / "runtime" / "ops.js", shipped_js(js_module()))
     (staging / CORE).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(bundle_core(plans), staging / CORE)
     shutil.copyfile(bundle_core(plans, threads=True), staging / THREADED_CORE)

@@ -79,18 +79,18 @@ export function openPlan(core, plan, memory = core.memory) {
     /** A copy of an output as its typed array (on an ArrayBuffer of its own, never the shared memory's). */
     read: (tensor) => new ARRAYS[tensor.dtype](new Uint8Array(memory.buffer, tensor.data, tensor.bytes).slice().buffer),
     /** Runs the plan's parallel loops on `workers` threads (the threaded core only): this one, and workers - 1 that
-        `start(number, stackTop)` starts, each an instance of the same module on the same memory that sets its
-        __stack_pointer to stackTop and calls ep_wasm_worker(number); it resolves when the worker is about to. */
+        `start(number, stackTop, pool)` starts, each an instance of the same module on the same memory that sets its
+        __stack_pointer to stackTop and calls ep_wasm_worker(pool, number); it resolves when the worker is about to. */
     async addWorkers(workers, start) {
       const stack = align(core.__heap_base.value - core.__data_end.value);
-      const scratch = align(core.ep_worker_scratch_bytes(session));
-      const scratchAt = align(sessionAt + needed);
-      const stacksAt = align(scratchAt + scratch * (workers - 1));
+      const pool = align(sessionAt + needed);
+      const poolBytes = ALIGN + align(core.ep_worker_scratch_bytes(session)) * (workers - 1);
+      const stacksAt = align(pool + poolBytes);
       grow(memory, stacksAt + stack * (workers - 1));
       const started = [];
-      for (let number = 1; number < workers; number++) started.push(start(number, stacksAt + stack * number));
+      for (let number = 1; number < workers; number++) started.push(start(number, stacksAt + stack * number, pool));
       await Promise.all(started);
-      const code = core.ep_wasm_threads(session, workers, scratchAt, scratch * (workers - 1));
+      const code = core.ep_wasm_threads(session, workers, pool, poolBytes);
       if (code !== 0) throw new CoreError("open", text(core.ep_error(session)));
     },
     run() {

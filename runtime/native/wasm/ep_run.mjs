@@ -39,10 +39,10 @@ if (!(threads >= 1)) fail(2, "--threads takes a number of threads, 1 or more");
 const module = await WebAssembly.compile(readFileSync(corePath));
 if (threads > 1 && !isThreaded(module)) fail(2, `--threads ${threads} needs the threaded core, and ${corePath} is not`);
 const core = await instantiateCore(module);
-const startWorker = (number, stackTop) => new Promise((resolve, reject) => {
+const startWorker = (number, stackTop, pool) => new Promise((resolve, reject) => {
   const worker = new Worker(new URL("./worker.js", import.meta.url));
   worker.once("message", () => resolve(worker.unref())).once("error", reject);
-  worker.postMessage({ module, memory: core.memory, number, stackTop });
+  worker.postMessage({ module, memory: core.memory, number, stackTop, pool });
 });
 let plan;
 try {

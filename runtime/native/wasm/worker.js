@@ -3,9 +3,9 @@
 // (ep_wasm_worker) until its host terminates it.
 const port = globalThis.WorkerGlobalScope ? globalThis : (await import("node:worker_threads")).parentPort;
 
-port.addEventListener("message", async ({ data: { module, memory, number, stackTop } }) => {
+port.addEventListener("message", async ({ data: { module, memory, number, stackTop, pool } }) => {
   const { exports } = await WebAssembly.instantiate(module, { env: { memory } });
   exports.__stack_pointer.value = stackTop;
   port.postMessage("ready");
-  exports.ep_wasm_worker(number);
+  exports.ep_wasm_worker(pool, number);
 }, { once: true });

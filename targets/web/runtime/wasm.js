@@ -21,12 +21,12 @@ export async function openWasmPartition(module, planBytes, label, threads = 1) {
     throw new Error(`edgepack: ${label} is not a valid .epk plan${detail}; rebuild the bundle or re-copy its model folder`);
   }
   const workers = [];
-  const startWorker = (number, stackTop) => new Promise((resolve, reject) => {
+  const startWorker = (number, stackTop, pool) => new Promise((resolve, reject) => {
     const worker = new Worker(new URL("./wasm_worker.js", import.meta.url), { type: "module" });
     workers.push(worker);
     worker.onmessage = () => resolve();
     worker.onerror = (event) => reject(new Error(`edgepack: worker ${number} of ${label} did not start (${event.message ?? "no message"}); serve runtime/wasm_worker.js from the page's origin, or open the session with threads: 1`));
-    worker.postMessage({ module, memory: core.memory, number, stackTop });
+    worker.postMessage({ module, memory: core.memory, number, stackTop, pool });
   });
   if (threads > 1) {
     try {

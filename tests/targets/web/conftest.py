@@ -1,4 +1,5 @@
-"""One `WebBuilds` and one headless Chromium per test run (per xdist worker): the tests of this folder share them."""
+"""One `WebBuilds` and one headless Chromium per test run (per xdist worker), and one that serves the same folder
+cross-origin isolated (shared memory, the wasm core's threads): the tests of this folder share them."""
 
 from __future__ import annotations
 
@@ -22,4 +23,13 @@ def chromium(web: WebBuilds) -> Iterator[Chromium]:
     if reason:
         pytest.skip(reason)
     with Chromium(web.root) as browser:
+        yield browser
+
+
+@pytest.fixture(scope="session")
+def isolated_chromium(web: WebBuilds) -> Iterator[Chromium]:
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    with Chromium(web.root, isolated=True) as browser:
         yield browser

@@ -41,12 +41,14 @@ gives the right numbers (its max |diff| is against onnxruntime-web); it does not
 page bytes: per model, what a fresh tab fetches to open the bundle (`createSession`, then `release`), as Chromium
 saw its requests, plans aside: on the wasm path (`providers: ["wasm"]`: index.js, session.js, wasm.js, core.js and
 the wasm core) and on the WebGPU path (`["webgpu", "wasm"]`, on SwiftShader here: the WebGPU executor's modules and
-the WGSL kernels, and the wasm core only where a partition runs on it). Raw, gzip -9 and brotli (quality 11), each
-file compressed on its own, as a server sends them. Target: <= 143,000 bytes raw on each path.
+the WGSL kernels, and the wasm core only where a partition runs on it); with --threads, the threaded core and its
+worker module in place of the one-thread core. Raw, gzip -9 and brotli (quality 11), each file compressed on its own,
+as a server sends them. Target: <= 143,000 bytes raw on each path.
 
 runtime bytes: what each side ships to run any model, raw and gzip -9. edgepack: the bundle's `runtime/*.js` and
-`runtime/edgepack.wasm`; onnxruntime-web: its browser entry and .wasm as above. Models, plans and the bundle's
-index.js (the model's description) are not counted. Target: edgepack's bytes <= 1/30 of onnxruntime-web's.
+both wasm cores (`runtime/*.wasm`; a page fetches one); onnxruntime-web: its browser entry and .wasm as above.
+Models, plans and the bundle's index.js (the model's description) are not counted. Target: edgepack's bytes <= 1/30
+of onnxruntime-web's.
 Absolute times are this machine's, and other work shares it: read the ratios.
 """
 
@@ -210,8 +212,9 @@ def gpu_cell(row: Measured) -> str:
     return f"{row.gpu_p50:.1f} ({on_gpu}/{len(row.gpu_providers)} on gpu)"
 
 
-def results_table(measured: list[Measured], caption: str) -> Table:
-    table = Table(title="edgepack web bundle (wasm) vs onnxruntime-web (wasm backend, 1 thread), headless Chromium",
+def results_table(measured: list[Measured], caption: str, threads: int) -> Table:
+    table = Table(title=f"edgepack web bundle (wasm) vs onnxruntime-web (wasm backend), {threads} thread(s) a side, "
+                        "headless Chromium",
                   title_justify="left", caption=caption, caption_justify="left")
     columns = ("model", "cold edgepack ms", "cold ort-web ms", "cold ratio (<= 1)", "calls/block", "p50 edgepack ms",
                "p50 ort-web ms", "p50 ratio (<= 1.5) (block range)", "max |diff|",
@@ -231,26 +234,28 @@ def results_table(measured: list[Measured], caption: str) -> Table:
     return table
 
 
-OPEN_SESSION = """async ({ module, providers }) => {
+OPEN_SESSION = """async ({ module, providers, threads }) => {
   const { createSession } = await import(module);
-  const session = await createSession({ providers });
+  const session = await createSession({ providers, threads });
   const providersUsed = session.providers;
   session.release();
   return providersUsed;
 }"""
-"""Opens a bundle's session on `providers` and releases it: what the page fetched is what running needs."""
+"""Opens a bundle's session on `providers` and `threads` and releases it: what the page fetched is what running
+needs."""
 PATHS = {"wasm": ["wasm"], "webgpu": ["webgpu", "wasm"]}
 """The two ways a page runs a bundle, as createSession's providers."""
 PAGE_BUDGET = 143_000
 """Issue 26: everything a page fetches to run a sample model but the model (its plans) is at most 143 KB."""
 
 
-def fetched_runtime(browser: Chromium, root: Path, bundle: Path, providers: list[str]) -> tuple[list[str], list[Path]]:
-    """Opens `bundle` on `providers` in a fresh tab: the providers its partitions got, and the bundle's files the
-    tab fetched but the plans (index.js, the runtime's JS, the wasm core, the WGSL kernels)."""
+def fetched_runtime(browser: Chromium, root: Path, bundle: Path, providers: list[str],
+                    threads: int) -> tuple[list[str], list[Path]]:
+    """Opens `bundle` on `providers` and `threads` in a fresh tab: the providers its partitions got, and the bundle's
+    files the tab fetched but the plans (index.js, the runtime's JS, the wasm core, its worker, the WGSL kernels)."""
     page = browser.page()
     used = page.evaluate(OPEN_SESSION, {"module": browser.url((bundle / "index.js").relative_to(root).as_posix()),
-                                        "providers": providers})
+                                        "providers": providers, "threads": threads})
     page.close()
     prefix = bundle.relative_to(root).as_posix() + "/"
     files = sorted({path.removeprefix(prefix) for path in page.requests if path.startswith(prefix)})
@@ -263,7 +268,7 @@ def compressed_sizes(paths: list[Path]) -> tuple[int, int, int]:
     return raw, gzip, sum(len(brotli.compress(p.read_bytes(), quality=11)) for p in paths)
 
 
-def page_bytes_table(console: Console, browser: Chromium, root: Path, cases: list[Case]) -> None:
+def page_bytes_table(console: Console, browser: Chromium, root: Path, cases: list[Case], threads: int) -> None:
     """Per model and path (wasm, webgpu): the bytes the page fetched to open the bundle, against PAGE_BUDGET."""
     table = Table(title=f"what a page fetches to run the model, its plans aside (target <= {PAGE_BUDGET:,} bytes "
                         "raw): index.js, the runtime's JS, the wasm core, the WGSL kernels", title_justify="left")
@@ -271,7 +276,7 @@ def page_bytes_table(console: Console, browser: Chromium, root: Path, cases: lis
         table.add_column(column, justify="left" if column in ("model", "path", "partitions on", "files") else "right")
     for case in cases:
         for path, providers in PATHS.items():
-            used, files = fetched_runtime(browser, root, case.bundle, providers)
+            used, files = fetched_runtime(browser, root, case.bundle, providers, threads)
             raw, gzip, brotli_bytes = compressed_sizes(files)
             table.add_row(case.name, path, ", ".join(used), f"{raw:,}", f"{gzip:,}", f"{brotli_bytes:,}",
                           "holds" if raw <= PAGE_BUDGET else "does not hold",
@@ -280,7 +285,7 @@ def page_bytes_table(console: Console, browser: Chromium, root: Path, cases: lis
 
 
 def bytes_table(console: Console, package: Path, bundle: Path) -> None:
-    ours = sorted((bundle / "runtime").glob("*.js")) + [bundle / "runtime" / "edgepack.wasm"]
+    ours = sorted((bundle / "runtime").glob("*.js")) + sorted((bundle / "runtime").glob("*.wasm"))
     theirs = [browser_entry(package), *(package / f for f in ORT_BROWSER_FILES)]
     table = Table(title="runtime bytes shipped (all of runtime/, which a page never fetches whole; models, plans, "
                         "WGSL and index.js not counted)", title_justify="left")
@@ -335,7 +340,7 @@ def main() -> None:
                     console.print(f"[red]{case.name} failed:[/]\n{traceback.format_exc(limit=3)}")
                     continue
                 adapter = adapter or measured[-1].gpu_adapter
-            page_bytes_table(console, browser, root, cases)
+            page_bytes_table(console, browser, root, cases, args.threads)
         caption = (f"onnxruntime-web {package_json(package)['version']}, Chromium {version} headless, "
                    f"{args.threads} thread(s) a side{' (pages cross-origin isolated)' if args.threads > 1 else ''}; "
                    "ms are wall "
@@ -343,7 +348,7 @@ def main() -> None:
                    f"block medians of about {args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} "
                    f"warmup call(s) each")
         if measured:
-            console.print(results_table(measured, caption))
+            console.print(results_table(measured, caption, args.threads))
         if adapter:
             console.print(f"WebGPU adapter: {adapter.get('vendor')} {adapter.get('architecture')}, fallback adapter: "
                           f"{adapter.get('isFallbackAdapter')}; SwiftShader runs WGSL on the CPU: the webgpu column "

@@ -257,19 +257,35 @@ static void tap_offsets(const conv_shape *s, int64_t plane_h, int64_t plane_w, i
             }
 }
 
+/* The few floats of a row's padding, zeroed in place (a call to memset per row would cost more). */
+static void zero_floats(float *row, int64_t count) {
+    for (int64_t i = 0; i < count; i++) row[i] = 0.0f;
+}
+
 void ep_zero_padded_phases(const conv_shape *s, const float *x, int64_t row_phases, int64_t hp, int64_t wp,
                            float *phases, size_t floats) {
-    ep_memset(phases, 0, floats * sizeof(float));
+    size_t row = (size_t)wp * sizeof(float), written = (size_t)(s->cg * row_phases * 2 * hp * wp);
     for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t iy = 0; iy < s->h; iy++) {
-            int64_t r = iy + s->pt;
+        for (int64_t r = 0; r < row_phases * hp; r++) {
             float *column_phase[2];
             for (int64_t px = 0; px < 2; px++)
                 column_phase[px] = phases + (((c * row_phases + r % row_phases) * 2 + px) * hp + r / row_phases) * wp;
-            /* input column ix is padded column ix + pl: phase (ix + pl) % 2, at (ix + pl) / 2 */
+            int64_t iy = r - s->pt;
+            if (iy < 0 || iy >= s->h) {
+                ep_memset(column_phase[0], 0, row);
+                ep_memset(column_phase[1], 0, row);
+                continue;
+            }
+            /* padded column ix + pl of input column ix: phase (ix + pl) % 2, at (ix + pl) / 2; the rest is zero */
+            for (int64_t px = 0; px < 2; px++) {
+                int64_t first = (s->pl - px + 1) / 2, end = (s->pl + s->w - px + 1) / 2;
+                zero_floats(column_phase[px], first);
+                zero_floats(column_phase[px] + end, wp - end);
+            }
             ep_deinterleave(x + (c * s->h + iy) * s->w, s->w, column_phase[s->pl % 2] + s->pl / 2,
                             column_phase[(s->pl + 1) % 2] + (s->pl + 1) / 2);
         }
+    if (floats > written) ep_memset(phases + written, 0, (floats - written) * sizeof(float));
 }
 
 void ep_deinterleave(const float *src, int64_t n, float *even, float *odd) {
@@ -293,11 +309,19 @@ void ep_deinterleave(const float *src, int64_t n, float *even, float *odd) {
 
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
                     size_t padded_floats) {
-    ep_memset(padded, 0, padded_floats * sizeof(float));
-    for (int64_t c = 0; c < planes; c++)
-        for (int64_t r = 0; r < s->h; r++)
-            ep_memcpy(padded + (c * hp + s->pt + r) * wp + s->pl, x + (c * s->h + r) * s->w,
-                      (size_t)s->w * sizeof(float));
+    size_t row = (size_t)wp * sizeof(float), written = (size_t)(planes * hp * wp);
+    for (int64_t c = 0; c < planes; c++) {
+        float *plane = padded + c * hp * wp;
+        ep_memset(plane, 0, (size_t)s->pt * row);
+        for (int64_t r = 0; r < s->h; r++) {
+            float *line = plane + (s->pt + r) * wp;
+            zero_floats(line, s->pl);
+            ep_memcpy(line + s->pl, x + (c * s->h + r) * s->w, (size_t)s->w * sizeof(float));
+            zero_floats(line + s->pl + s->w, wp - s->pl - s->w);
+        }
+        ep_memset(plane + (s->pt + s->h) * wp, 0, (size_t)(hp - s->pt - s->h) * row);
+    }
+    if (padded_floats > written) ep_memset(padded + written, 0, (padded_floats - written) * sizeof(float));
 }
 
 /* Panels read in place (no im2col) need stride 1 along rows and scratch for one packed panel (the panels at the
@@ -325,6 +349,7 @@ typedef struct conv_columns {
     const ep_epilogue *e;
     const ep_context *ctx;
     int64_t columns, tasks, block; /* columns: the output positions (the padded grid's, on the grid) split into tasks */
+    int64_t row_panels; /* off the grid: panels per output row, the last one shifted left to end where the row does */
 } conv_columns;
 
 /* A padded conv's panels, all read in place: on the grid of the padded width, or, when each output row holds whole
@@ -334,13 +359,17 @@ static void padded_task(void *arg, int32_t worker, int64_t index) {
     const conv_shape *s = c->s;
     int64_t k = s->cg * s->kh * s->kw, ohw = s->oh * s->ow, wp = c->padded->wp, begin, end;
     (void)worker;
-    ep_task_range(c->columns, c->tasks, index, EP_GEMM_NR, &begin, &end);
+    /* off the grid, whole rows a task: a row's shifted last panel and the one before it write the same columns */
+    ep_task_range(c->columns, c->tasks, index, c->grid ? EP_GEMM_NR : c->row_panels * EP_GEMM_NR, &begin, &end);
     for (int64_t n0 = begin; n0 < end; n0 += EP_GEMM_NR) {
-        if (c->grid)
+        if (c->grid) {
             ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + n0, c->offsets, c->grid + n0, c->padded->grid, c->e);
-        else
-            ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + n0 / s->ow * wp + n0 % s->ow, c->offsets, c->yg + n0,
-                           ohw, c->e);
+            continue;
+        }
+        int64_t panel = n0 / EP_GEMM_NR, oy = panel / c->row_panels, ox = panel % c->row_panels * EP_GEMM_NR;
+        if (ox > s->ow - EP_GEMM_NR) ox = s->ow - EP_GEMM_NR;
+        ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + oy * wp + ox, c->offsets, c->yg + oy * s->ow + ox, ohw,
+                       c->e);
     }
 }
 
@@ -411,6 +440,18 @@ static void copy_out_task(void *arg, int32_t worker, int64_t index) {
                       (size_t)s->ow * sizeof(float));
 }
 
+/* Whether a padded conv whose output rows are not whole panels runs on them anyway, the last panel of each row shifted
+   left to end where the row does (its first columns worked out twice, and stored twice with the same values), rather
+   than on the grid of the padded width then copied out. The shift costs its extra columns' K multiply-adds each; the
+   grid costs copying each output float out (EP_COPY_WORK): with few taps (a first layer's 3 channels) the copy
+   weighs more. Against the grid, 3 -> 32 channels, 3x3 stride 2 at 224x224 took 0.74 of the time; 16 -> 32 at
+   112x112 and 32 -> 64 at 112x112, which the rule leaves on the grid, took 1.00 either way (Intel Xeon, AVX-512). */
+static int shifted_rows(const conv_shape *s, const padded_conv *p) {
+    int64_t row_panels = (s->ow + EP_GEMM_NR - 1) / EP_GEMM_NR;
+    return s->ow >= EP_GEMM_NR &&
+           (double)((row_panels * EP_GEMM_NR - p->wp) * s->cg * s->kh * s->kw) < (double)s->ow * EP_COPY_WORK;
+}
+
 /* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of
    the padded width, all of it read in place, then the grid's first ow columns of each row copied out. Each of the
    three steps is split into tasks; the padding and the copy are bound by memory, a task each per worker. */
@@ -424,8 +465,9 @@ static void run_padded(conv_columns *c, float *scratch) {
     ep_parallel(c->ctx, c->tasks, padding_task, c);
     tap_offsets(s, p->hp, p->wp, p->stride, offsets);
     c->offsets = offsets;
-    c->grid = s->ow % EP_GEMM_NR ? grid : 0;
-    c->columns = c->grid ? s->oh * p->wp : s->oh * s->ow;
+    c->grid = s->ow % EP_GEMM_NR && !shifted_rows(s, p) ? grid : 0;
+    c->row_panels = (s->ow + EP_GEMM_NR - 1) / EP_GEMM_NR;
+    c->columns = c->grid ? s->oh * p->wp : s->oh * c->row_panels * EP_GEMM_NR;
     c->tasks = ep_task_count(c->ctx, (c->columns + EP_GEMM_NR - 1) / EP_GEMM_NR,
                              (double)(s->mg * s->cg * s->kh * s->kw * c->columns));
     ep_parallel(c->ctx, c->tasks, padded_task, c);
@@ -460,7 +502,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
             ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
             conv_columns c = {&s, &padded, x + (b * s.c + g * s.cg) * hw, w + g * s.mg * k, 0,
                               y + (b * s.m + g * s.mg) * ohw, 0, offsets, &e, ctx, ohw, tasks,
-                              ep_gemm_block_columns(k, ctx->scratch_floats)};
+                              ep_gemm_block_columns(k, ctx->scratch_floats), 0};
             if (is_narrow(&s)) run_narrow(&s, c.xg, c.wg, c.yg, &e, ctx);
             else if (run_on_padding) run_padded(&c, ctx->scratch);
             else ep_parallel(ctx, tasks, offsets ? direct_task : packed_task, &c);

@@ -35,14 +35,14 @@ static inline int64_t padded_extent(int64_t out, int64_t stride, int64_t kernel,
     return reach > pad + in ? reach : pad + in;
 }
 
-/* `planes` input planes of x copied into padded (planes of hp x wp, the input at row pt and column pl), whose
-   padded_floats are zeroed first. */
+/* `planes` input planes of x copied into padded (planes of hp x wp, the input at row pt and column pl), the rest of
+   its padded_floats zeroed (each float written once). */
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
                     size_t padded_floats);
 
 /* The input (cg channels) zero-padded (pads top and left) and split into phases: with `row_phases` 2, phase
    (r % 2, col % 2) holds padded element (r, col) at (r / 2, col / 2), four planes per channel; with 1, phase col % 2
-   holds it at (r, col / 2), two planes per channel. Planes of hp x wp, whose `floats` are zeroed first. */
+   holds it at (r, col / 2), two planes per channel. Planes of hp x wp; the rest of `floats` is zeroed. */
 void ep_zero_padded_phases(const conv_shape *s, const float *x, int64_t row_phases, int64_t hp, int64_t wp,
                            float *phases, size_t floats);
 

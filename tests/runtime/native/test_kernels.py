@@ -136,18 +136,21 @@ def test_depthwise_planes_run_clean_under_address_and_undefined_sanitizers(tmp_p
         assert relative_error(expected, sanitized_output(model, x, tmp_path / str(index))) <= TOLERANCE, case
 
 
-@pytest.mark.parametrize("size", [120, 128, 730],
-                         ids=["padded", "padded, whole panels per row", "over the padded limit"])
-def test_stride_one_conv_on_a_padded_input_and_past_its_limit(size: int) -> None:
+@pytest.mark.parametrize(("channels", "size"), [(4, 120), (32, 100), (4, 128), (4, 730)],
+                         ids=["padded, rows shifted", "padded, on the grid", "padded, whole panels per row",
+                              "over the padded limit"])
+def test_stride_one_conv_on_a_padded_input_and_past_its_limit(channels: int, size: int) -> None:
     """A 3x3 stride-1 conv runs on its input zero-padded into the scratch (conv.c's padded_conv_of) while the padded
     input and the output grid take at most 4 Mi floats; a 4-channel 730x730 plane is past that and runs in place.
-    128 output columns are whole panels on every build (8, 16 or 32 columns), written in place row by row; 120 are
-    not, and go through the grid. Against onnxruntime (the reference evaluator is slow at this size)."""
+    128 output columns are whole panels on every build (8, 16 or 32 columns), written in place row by row. 120 are
+    not: with 4 channels (36 taps) each row's last panel is shifted left to end where the row does; 100 columns of
+    32 channels (288 taps) go through the grid (conv.c's shifted_rows, for 16- and 32-column panels). Against
+    onnxruntime (the reference evaluator is slow at this size)."""
     rng = np.random.default_rng(size)
-    weights = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
+    weights = rng.standard_normal((4, channels, 3, 3)).astype(np.float32)
     bias = rng.standard_normal(4).astype(np.float32)
-    model = single_node("Conv", [1, 4, size, size], {"w": weights, "b": bias}, ["w", "b"], pads=[1, 1, 1, 1])
-    x = rng.standard_normal((1, 4, size, size)).astype(np.float32)
+    model = single_node("Conv", [1, channels, size, size], {"w": weights, "b": bias}, ["w", "b"], pads=[1, 1, 1, 1])
+    x = rng.standard_normal((1, channels, size, size)).astype(np.float32)
     expected = run_onnxruntime(model, {"x": x})["y"]
     actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
     assert actual.shape == expected.shape and relative_error(expected, actual) <= TOLERANCE
@@ -155,6 +158,7 @@ def test_stride_one_conv_on_a_padded_input_and_past_its_limit(size: int) -> None
 
 STRIDE_TWO = {  # channels in, out, group, kernel h w, pads (top, left, bottom, right), input h w
     "stem 3x3": (3, 16, 1, (3, 3), (1, 1, 1, 1), (64, 64)),
+    "stem 3x3, rows shifted": (3, 16, 1, (3, 3), (1, 1, 1, 1), (96, 90)),
     "same upper, odd size": (8, 12, 1, (3, 3), (0, 0, 1, 1), (23, 17)),
     "5x5 groups": (8, 6, 2, (5, 5), (2, 2, 2, 2), (19, 26)),
     "7x7 stem": (3, 8, 1, (7, 7), (3, 3, 3, 3), (30, 41)),

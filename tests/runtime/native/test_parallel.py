@@ -101,6 +101,7 @@ def quantize_and_back(rng: np.random.Generator) -> onnx.ModelProto:
 
 PATHS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "conv padded, on the grid": conv(16, 24, 3, (50, 45), pads=[1, 1, 1, 1]),
+    "conv padded, rows shifted": conv(3, 16, 3, (60, 90), pads=[1, 1, 1, 1]),
     "conv padded, whole panels per row": conv(16, 24, 3, (40, 64), pads=[1, 1, 1, 1]),
     "conv stride 2 on phases": conv(8, 16, 3, (80, 70), strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv in place (strides 2 x 1)": conv(16, 24, 3, (60, 50), strides=[2, 1], pads=[1, 1, 1, 1]),

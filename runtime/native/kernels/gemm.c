@@ -194,13 +194,22 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
 #define PREFETCH_ROWS 32
 /* Floats per 64-byte cache line: a panel row of NR floats is asked for a line at a time. */
 #define LINE_FLOATS 16
+/* A panel's last columns that fit one vector run a one-vector instance of the micro-kernel, half the multiply-adds
+   (a 1x1 conv over 14x14 positions: 196 = 6 panels of 32 and 4 columns), except on wasm, for the page's bytes. */
+#ifdef __wasm__
+#define ONE_VECTOR_TAIL 0
+#else
+#define ONE_VECTOR_TAIL 1
+#endif
 
 /* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
-   inlined into each caller with `direct` a constant. */
+   its first `nv` vectors (a panel's last columns, when they fit fewer); inlined into each caller with `direct` and
+   `nv` constants. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
-                                                               int direct, int64_t i0, int64_t rows_left, int64_t cols,
-                                                               float *c, int64_t ldc, const ep_epilogue *e) {
+                                                               int direct, int nv, int64_t i0, int64_t rows_left,
+                                                               int64_t cols, float *c, int64_t ldc,
+                                                               const ep_epilogue *e) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = splat(0.0f);
@@ -211,11 +220,11 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
         if (!direct)
             for (int h = 0; h < EP_GEMM_NR; h += LINE_FLOATS) __builtin_prefetch(bk + PREFETCH_ROWS * b_row + h);
         ep_v8 bv[EP_GEMM_NV];
-        for (int h = 0; h < EP_GEMM_NV; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
+        for (int h = 0; h < nv; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;
         for (int r = 0; r < EP_GEMM_MR; r++) {
             ep_v8 a = splat(row[r][at]);
-            for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] += a * bv[h];
+            for (int h = 0; h < nv; h++) acc[r][h] += a * bv[h];
         }
     }
     if (cols == EP_GEMM_NR) {
@@ -228,8 +237,9 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
 }
 #else
 static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
-                         const int32_t *offsets, int direct, int64_t i0, int64_t rows_left, int64_t cols, float *c,
-                         int64_t ldc, const ep_epilogue *e) {
+                         const int32_t *offsets, int direct, int nv, int64_t i0, int64_t rows_left, int64_t cols,
+                         float *c, int64_t ldc, const ep_epilogue *e) {
+    (void)nv;
     float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] = 0.0f;
@@ -392,7 +402,11 @@ void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
             int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
             const float *rows[EP_GEMM_MR];
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-            micro_kernel(k, rows, a_col, panel, width, 0, 0, i, rows_left, cols, c + p, ldc, epilogue);
+            if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
+                micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, i, rows_left, cols, c + p, ldc, epilogue);
+            else
+                micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, i, rows_left, cols, c + p, ldc,
+                             epilogue);
         }
     }
 }
@@ -413,6 +427,6 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-        micro_kernel(k, rows, a_col, b, 0, offsets, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
+        micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, i, rows_left, EP_GEMM_NR, c, ldc, epilogue);
     }
 }

@@ -97,8 +97,7 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
                                 where=port["name"], fix="cast it to a byte-sized dtype in the model, e.g. int8")
     name = package_name(bundle)
     model = {"name": name, "inputs": inputs, "outputs": outputs, "core": CORE, "threadedCore": THREADED_CORE,
-             "kernels": KERNELS,
-             "partitions": model_partitions}
+             "kernels": KERNELS, "partitions": model_partitions}
 
     _write_runtime(staging, bool(kernels), plans)
     for file in sorted(kernels):

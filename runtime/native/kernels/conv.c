@@ -352,8 +352,8 @@ typedef struct conv_columns {
     int64_t row_panels; /* off the grid: panels per output row, the last one shifted left to end where the row does */
 } conv_columns;
 
-/* A padded conv's panels, all read in place: on the grid of the padded width, or, when each output row holds whole
-   panels, straight into the output. */
+/* A padded conv's panels, all read in place: on the grid of the padded width, or straight into the output row by
+   row (each row whole panels, or its last one shifted: shifted_rows). */
 static void padded_task(void *arg, int32_t worker, int64_t index) {
     const conv_columns *c = (const conv_columns *)arg;
     const conv_shape *s = c->s;
@@ -452,9 +452,10 @@ static int shifted_rows(const conv_shape *s, const padded_conv *p) {
            (double)((row_panels * EP_GEMM_NR - p->wp) * s->cg * s->kh * s->kw) < (double)s->ow * EP_COPY_WORK;
 }
 
-/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product on the grid of
-   the padded width, all of it read in place, then the grid's first ow columns of each row copied out. Each of the
-   three steps is split into tasks; the padding and the copy are bound by memory, a task each per worker. */
+/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product, all of it read in
+   place, row by row into the output, or on the grid of the padded width and then the grid's first ow columns of each
+   row copied out. Each step is split into tasks; the padding and the copy are bound by memory, a task each per
+   worker. */
 static void run_padded(conv_columns *c, float *scratch) {
     const conv_shape *s = c->s;
     const padded_conv *p = c->padded;

@@ -1,7 +1,6 @@
 /* Conv (1-D and 2-D; grouped, depthwise, dilated, padded; fused bias and activation), and the geometry it shares with
    ConvTranspose (conv_transpose.c). 1-D runs as H = 1. */
 #include "conv.h"
-#include "vector_math.h"
 
 enum { P_RANK, P_GROUP, P_KH, P_KW, P_SH, P_SW, P_PT, P_PL, P_PB, P_PR, P_DH, P_DW, P_ACT };
 
@@ -255,73 +254,6 @@ static void tap_offsets(const conv_shape *s, int64_t plane_h, int64_t plane_w, i
                 int64_t y = ky * s->dh, x = kx * s->dw, plane = (c * stride + y % stride) * stride + x % stride;
                 offsets[kk++] = (int32_t)((plane * plane_h + y / stride) * plane_w + x / stride);
             }
-}
-
-/* The few floats of a row's padding, zeroed in place (a call to memset per row would cost more). */
-static void zero_floats(float *row, int64_t count) {
-    for (int64_t i = 0; i < count; i++) row[i] = 0.0f;
-}
-
-void ep_zero_padded_phases(const conv_shape *s, const float *x, int64_t row_phases, int64_t hp, int64_t wp,
-                           float *phases, size_t floats) {
-    size_t row = (size_t)wp * sizeof(float), written = (size_t)(s->cg * row_phases * 2 * hp * wp);
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t r = 0; r < row_phases * hp; r++) {
-            float *column_phase[2];
-            for (int64_t px = 0; px < 2; px++)
-                column_phase[px] = phases + (((c * row_phases + r % row_phases) * 2 + px) * hp + r / row_phases) * wp;
-            int64_t iy = r - s->pt;
-            if (iy < 0 || iy >= s->h) {
-                ep_memset(column_phase[0], 0, row);
-                ep_memset(column_phase[1], 0, row);
-                continue;
-            }
-            /* padded column ix + pl of input column ix: phase (ix + pl) % 2, at (ix + pl) / 2; the rest is zero */
-            for (int64_t px = 0; px < 2; px++) {
-                int64_t first = (s->pl - px + 1) / 2, end = (s->pl + s->w - px + 1) / 2;
-                zero_floats(column_phase[px], first);
-                zero_floats(column_phase[px] + end, wp - end);
-            }
-            ep_deinterleave(x + (c * s->h + iy) * s->w, s->w, column_phase[s->pl % 2] + s->pl / 2,
-                            column_phase[(s->pl + 1) % 2] + (s->pl + 1) / 2);
-        }
-    if (floats > written) ep_memset(phases + written, 0, (floats - written) * sizeof(float));
-}
-
-void ep_deinterleave(const float *src, int64_t n, float *even, float *odd) {
-    int64_t j = 0;
-#ifdef EP_VECTOR_MATH
-    for (; 2 * (j + EP_VF_LANES) <= n; j += EP_VF_LANES) {
-        ep_vf lo, hi;
-        __builtin_memcpy(&lo, src + 2 * j, sizeof lo);
-        __builtin_memcpy(&hi, src + 2 * j + EP_VF_LANES, sizeof hi);
-        ep_vf evens = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
-        ep_vf odds = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
-        __builtin_memcpy(even + j, &evens, sizeof evens);
-        __builtin_memcpy(odd + j, &odds, sizeof odds);
-    }
-#endif
-    for (; 2 * j < n; j++) {
-        even[j] = src[2 * j];
-        if (2 * j + 1 < n) odd[j] = src[2 * j + 1];
-    }
-}
-
-void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
-                    size_t padded_floats) {
-    size_t row = (size_t)wp * sizeof(float), written = (size_t)(planes * hp * wp);
-    for (int64_t c = 0; c < planes; c++) {
-        float *plane = padded + c * hp * wp;
-        ep_memset(plane, 0, (size_t)s->pt * row);
-        for (int64_t r = 0; r < s->h; r++) {
-            float *line = plane + (s->pt + r) * wp;
-            zero_floats(line, s->pl);
-            ep_memcpy(line + s->pl, x + (c * s->h + r) * s->w, (size_t)s->w * sizeof(float));
-            zero_floats(line + s->pl + s->w, wp - s->pl - s->w);
-        }
-        ep_memset(plane + (s->pt + s->h) * wp, 0, (size_t)(hp - s->pt - s->h) * row);
-    }
-    if (padded_floats > written) ep_memset(padded + written, 0, (padded_floats - written) * sizeof(float));
 }
 
 /* Panels read in place (no im2col) need stride 1 along rows and scratch for one packed panel (the panels at the

@@ -281,8 +281,10 @@ typedef struct conv_columns {
     const ep_epilogue *e;
     const ep_context *ctx;
     int64_t columns, tasks, block; /* columns: the output positions (the padded grid's, on the grid) split into tasks */
-    int64_t row_panels; /* off the grid: panels per output row, the last one shifted left to end where the row does */
 } conv_columns;
+
+/* Panels per output row off the grid: whole panels, the last one shifted left to end where the row does. */
+static int64_t row_panels(const conv_shape *s) { return (s->ow + EP_GEMM_NR - 1) / EP_GEMM_NR; }
 
 /* A padded conv's panels, all read in place: on the grid of the padded width, or straight into the output row by
    row (each row whole panels, or its last one shifted: shifted_rows). */
@@ -292,13 +294,14 @@ static void padded_task(void *arg, int32_t worker, int64_t index) {
     int64_t k = s->cg * s->kh * s->kw, ohw = s->oh * s->ow, wp = c->padded->wp, begin, end;
     (void)worker;
     /* off the grid, whole rows a task: a row's shifted last panel and the one before it write the same columns */
-    ep_task_range(c->columns, c->tasks, index, c->grid ? EP_GEMM_NR : c->row_panels * EP_GEMM_NR, &begin, &end);
+    int64_t per_row = row_panels(s);
+    ep_task_range(c->columns, c->tasks, index, c->grid ? EP_GEMM_NR : per_row * EP_GEMM_NR, &begin, &end);
     for (int64_t n0 = begin; n0 < end; n0 += EP_GEMM_NR) {
         if (c->grid) {
             ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + n0, c->offsets, c->grid + n0, c->padded->grid, c->e);
             continue;
         }
-        int64_t panel = n0 / EP_GEMM_NR, oy = panel / c->row_panels, ox = panel % c->row_panels * EP_GEMM_NR;
+        int64_t panel = n0 / EP_GEMM_NR, oy = panel / per_row, ox = panel % per_row * EP_GEMM_NR;
         if (ox > s->ow - EP_GEMM_NR) ox = s->ow - EP_GEMM_NR;
         ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + oy * wp + ox, c->offsets, c->yg + oy * s->ow + ox, ohw,
                        c->e);
@@ -379,9 +382,8 @@ static void copy_out_task(void *arg, int32_t worker, int64_t index) {
    weighs more. Against the grid, 3 -> 32 channels, 3x3 stride 2 at 224x224 took 0.74 of the time; 16 -> 32 at
    112x112 and 32 -> 64 at 112x112, which the rule leaves on the grid, took 1.00 either way (Intel Xeon, AVX-512). */
 static int shifted_rows(const conv_shape *s, const padded_conv *p) {
-    int64_t row_panels = (s->ow + EP_GEMM_NR - 1) / EP_GEMM_NR;
     return s->ow >= EP_GEMM_NR &&
-           (double)((row_panels * EP_GEMM_NR - p->wp) * s->cg * s->kh * s->kw) < (double)s->ow * EP_COPY_WORK;
+           (double)((row_panels(s) * EP_GEMM_NR - p->wp) * s->cg * s->kh * s->kw) < (double)s->ow * EP_COPY_WORK;
 }
 
 /* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product, all of it read in
@@ -399,8 +401,7 @@ static void run_padded(conv_columns *c, float *scratch) {
     tap_offsets(s, p->hp, p->wp, p->stride, offsets);
     c->offsets = offsets;
     c->grid = s->ow % EP_GEMM_NR && !shifted_rows(s, p) ? grid : 0;
-    c->row_panels = (s->ow + EP_GEMM_NR - 1) / EP_GEMM_NR;
-    c->columns = c->grid ? s->oh * p->wp : s->oh * c->row_panels * EP_GEMM_NR;
+    c->columns = c->grid ? s->oh * p->wp : s->oh * row_panels(s) * EP_GEMM_NR;
     c->tasks = ep_task_count(c->ctx, (c->columns + EP_GEMM_NR - 1) / EP_GEMM_NR,
                              (double)(s->mg * s->cg * s->kh * s->kw * c->columns));
     ep_parallel(c->ctx, c->tasks, padded_task, c);
@@ -435,7 +436,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
             ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
             conv_columns c = {&s, &padded, x + (b * s.c + g * s.cg) * hw, w + g * s.mg * k, 0,
                               y + (b * s.m + g * s.mg) * ohw, 0, offsets, &e, ctx, ohw, tasks,
-                              ep_gemm_block_columns(k, ctx->scratch_floats), 0};
+                              ep_gemm_block_columns(k, ctx->scratch_floats)};
             if (is_narrow(&s)) run_narrow(&s, c.xg, c.wg, c.yg, &e, ctx);
             else if (run_on_padding) run_padded(&c, ctx->scratch);
             else ep_parallel(ctx, tasks, offsets ? direct_task : packed_task, &c);

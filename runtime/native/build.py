@@ -21,7 +21,9 @@ from .op_contract import generated_c, write_generated_c
 NATIVE = Path(__file__).parent
 REGISTRY = "kernels/registry.c"
 """The kernel registry, generated from the op contract into the staged sources."""
-STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-math-errno"]
+STRICT = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-math-errno", "-fno-trapping-math"]
+"""-fno-trapping-math lets GCC turn a loop's float compares (clamps, selects) into vector blends on ISAs without
+masks (AVX2, NEON): without it QuantizeLinear's loops stay scalar there (clang assumes it by default)."""
 RELEASE = ["-O3", "-march=native", "-ffp-contract=fast", "-fno-semantic-interposition"]
 SANITIZED = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 
@@ -131,9 +133,15 @@ POOL = NATIVE / "pool" / "ep_pool.c"
 """The thread pool hosts with POSIX threads hand a session (`ep_set_workers`); not part of the freestanding core."""
 
 
-def shared_library() -> Path:
-    """The host library (`-O3 -march=native`, with the thread pool) used by the `cpu` provider."""
-    return build("libedgepack.so", [POOL], RELEASE, ["-shared", "-fPIC", "-pthread"])
+def release_flags(march: str) -> list[str]:
+    """RELEASE with -march=MARCH."""
+    return [f"-march={march}" if flag == "-march=native" else flag for flag in RELEASE]
+
+
+def shared_library(march: str = "native") -> Path:
+    """The host library (`-O3 -march=MARCH`, with the thread pool); the `cpu` provider's is -march=native."""
+    return build("libedgepack.so" if march == "native" else f"libedgepack-{march}.so", [POOL], release_flags(march),
+                 ["-shared", "-fPIC", "-pthread"])
 
 
 def core_kind(march: str = "native") -> str:
@@ -149,8 +157,7 @@ def forced_winograd_library(choice: int, march: str = "native") -> Path:
     """The host library (without the pool) for -march=MARCH compiled to run every 3x3 stride-1 conv it may as
     Winograd (`choice` 1) or none (0), whatever the kernel selection table says: for plans lowered in
     `kernel_choice.winograd_everywhere()`."""
-    flags = [f"-march={march}" if flag == "-march=native" else flag for flag in RELEASE]
-    return build(f"libedgepack-winograd{choice}-{march}.so", [], [*flags, f"-D{FORCE_MACRO}={choice}"],
+    return build(f"libedgepack-winograd{choice}-{march}.so", [], [*release_flags(march), f"-D{FORCE_MACRO}={choice}"],
                  ["-shared", "-fPIC"])
 
 

@@ -20,7 +20,7 @@ from .c_library import TOOLCHAIN
 CROSS_COMPILER = "aarch64-linux-gnu-gcc"
 EMULATOR = "qemu-aarch64"
 INSTALL = "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user make cmake"
-OPTIMIZE = ["-O3", "-ffp-contract=fast"]
+OPTIMIZE = ["-O3", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math"]
 """The Makefile's default optimisation flags, kept when a build adds -march."""
 MAX_REPEAT = 1024
 """The example's limit for --repeat."""

@@ -283,10 +283,13 @@ static void dot_block(int64_t k, const float *const *arow, const float *const *b
         for (int j = 0; j < DOT_N; j++) acc[r][j] = splat(0.0f);
     for (; kk + EP_GEMM_LANES <= k; kk += EP_GEMM_LANES) {
         ep_v8 b[DOT_N];
+#pragma GCC unroll 4
         for (int j = 0; j < DOT_N; j++) __builtin_memcpy(&b[j], brow[j] + kk, sizeof b[j]);
+#pragma GCC unroll 4
         for (int r = 0; r < DOT_M; r++) {
             ep_v8 a;
             __builtin_memcpy(&a, arow[r] + kk, sizeof a);
+#pragma GCC unroll 4
             for (int j = 0; j < DOT_N; j++) acc[r][j] += a * b[j];
         }
     }

@@ -1,7 +1,7 @@
 """The `cpu` provider (edgepack's C runtime core, host build, through ctypes) against onnxruntime on the CPU.
 
     python benchmarks/cpu_vs_onnxruntime.py [--blocks 9] [--block-ms 400] [--warmup 2] [--seed 0] [--threads 1]
-                                            [--no-memory] [--no-openvino] [model ...]
+                                            [--march native] [--no-memory] [--no-openvino] [model ...]
 
 Models: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320, ppocr-cls at 1x3x48x192 and silero-vad (a 512-sample
 chunk at 16 kHz), each slimmed as a build slims it; the inputs are `samples.feeds(name, --seed)` (synthetic text
@@ -15,6 +15,10 @@ openvino`'s peer); a model it cannot compile is named under the table and timed 
 threads: one by default, the headline figure. With --threads N every side computes on N threads: the C core on its
 thread pool (`NativeSession(plan, threads=N)`), onnxruntime with N intra-op threads, OpenVINO with
 INFERENCE_NUM_THREADS N; the compute floor is then the products at N times the one-thread speed.
+
+march: the C core is the `cpu` provider's host library, -march=native. With --march x86-64-v3 it is compiled for
+AVX2/FMA instead (the kernel selection table's avx2 kind), while onnxruntime and OpenVINO keep the kernels they pick
+for this CPU: on an AVX-512 machine that is a pessimistic stand-in for an AVX2 machine (the peers keep AVX-512).
 
 latency: one call is `run(feeds)` from Python on either side (inputs copied in, outputs copied out: onnxruntime's
 `InferenceSession.run` and `NativeSession.run` both do). The two sides are timed in this process in --blocks
@@ -77,6 +81,7 @@ from edgepack.runtime.errors import EdgepackError
 from edgepack.runtime.model_file import load_model
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession, library
+from edgepack.runtime.native.build import core_kind, shared_library
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script, or imported by emx_onnx_cgen.py
 from benchmarks.gemm_vs_openblas import matmul_model  # noqa: E402
@@ -110,6 +115,8 @@ class Case:
     """The slimmed model as a file, for OpenVINO, where it compiles it."""
     threads: int = 1
     """Threads of every side."""
+    core: Path | None = None
+    """The host library the cpu side runs (None: the `cpu` provider's)."""
 
 
 def serialized(model: onnx.ModelProto) -> bytes:
@@ -149,11 +156,11 @@ def product_flops(plan: epk.Plan) -> float:
 PEAK_SIZE = (512, 512, 512)
 
 
-def measured_peak(runs: int = 30) -> float:
+def measured_peak(core: Path | None = None, runs: int = 30) -> float:
     """The C core's matrix-product speed on this machine, in FLOP/s: a 512^3 MatMul plan (gemm_vs_openblas.py's, B
     packed per call), median of `runs` calls."""
     model, feeds = matmul_model(PEAK_SIZE)
-    run = NativeSession(epk.write(lower_to_plan(model, {name: value.shape for name, value in feeds.items()}))).run
+    run = cpu_session(epk.write(lower_to_plan(model, {name: value.shape for name, value in feeds.items()})), core=core)
     run(feeds)
     return 2.0 * math.prod(PEAK_SIZE) / statistics.median(timed(run, feeds, runs)["wall"])
 
@@ -169,8 +176,8 @@ def ort_session(model: bytes, threads: int = 1) -> Run:
     return lambda feeds: dict(zip(names, session.run(names, feeds)))
 
 
-def cpu_session(plan: bytes, threads: int = 1) -> Run:
-    return NativeSession(plan, threads=threads).run
+def cpu_session(plan: bytes, threads: int = 1, core: Path | None = None) -> Run:
+    return NativeSession(plan, core, threads).run
 
 
 def add_openvino(case: Case, folder: Path) -> str | None:
@@ -189,7 +196,7 @@ def add_openvino(case: Case, folder: Path) -> str | None:
 def opener(side: str, case: Case) -> Callable[[], Run]:
     """What opens a fresh session of `case` on `side`."""
     if side == "cpu":
-        return lambda: cpu_session(case.plan, case.threads)
+        return lambda: cpu_session(case.plan, case.threads, case.core)
     if side == "openvino":
         return lambda: load_openvino(case.openvino_model, case.threads)[1]
     return lambda: ort_session(case.model, case.threads)
@@ -202,7 +209,7 @@ def plan_memory(plan: bytes) -> tuple[int, int, int]:
 
 
 def max_abs_diff(case: Case) -> float:
-    ours, theirs = cpu_session(case.plan)(case.feeds), ort_session(case.model)(case.feeds)
+    ours, theirs = cpu_session(case.plan, core=case.core)(case.feeds), ort_session(case.model)(case.feeds)
     return max(float(np.max(np.abs(ours[name].astype(np.float64) - theirs[name].astype(np.float64))))
                for name in theirs)
 
@@ -241,16 +248,16 @@ def status_bytes(field_name: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field_name}")
 
 
-def peak_growth(side: str, payload: bytes, feeds: Feeds, calls: int) -> int:
+def peak_growth(side: str, payload: bytes, feeds: Feeds, calls: int, core: Path | None) -> int:
     """In a fresh process: the peak RSS growth of opening `payload` (plan or model bytes) on `side` and calling it
     `calls` times. Runs in a spawned child, so that no earlier allocation is reused."""
     if side == "cpu":
-        library()
+        library(core)
     gc.collect()
     ctypes.CDLL(None).malloc_trim(0)
     before = status_bytes("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
-    run = cpu_session(payload) if side == "cpu" else ort_session(payload)
+    run = cpu_session(payload, core=core) if side == "cpu" else ort_session(payload)
     for _ in range(calls):
         run(feeds)
     return status_bytes("VmHWM") - before
@@ -262,7 +269,7 @@ def measure_memory(cases: list[Case], calls: int) -> None:
         for side in SIDES:
             with context.Pool(1) as pool:
                 payload = case.plan if side == "cpu" else case.model
-                case.growth[side] = pool.apply(peak_growth, (side, payload, case.feeds, calls))
+                case.growth[side] = pool.apply(peak_growth, (side, payload, case.feeds, calls, case.core))
 
 
 def megabytes(count: int) -> str:
@@ -352,18 +359,21 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the peak RSS measurements")
     parser.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out even where it is installed")
     parser.add_argument("--threads", type=int, default=1, help="threads of every side (default: 1, the headline)")
+    parser.add_argument("--march", default="native",
+                        help="the C core's -march (default: native; x86-64-v3: the AVX2/FMA kind)")
     args = parser.parse_args()
     if args.threads < 1:
         parser.error("--threads must be 1 or more")
 
     console = Console(width=200)
+    core = None if args.march == "native" else shared_library(args.march)
     cases = [load_case(name, args.seed) for name in args.names]
     for case in cases:
-        case.threads = args.threads
+        case.threads, case.core = args.threads, core
     diffs = {case.name: max_abs_diff(case) for case in cases}
     if not args.no_memory:
         measure_memory(cases, args.warmup + 1)
-    peers = f"onnxruntime {ort.__version__}"
+    peers = f"C core -march={args.march} ({core_kind(args.march)} kind); onnxruntime {ort.__version__}"
     with tempfile.TemporaryDirectory() as folder:
         if not args.no_openvino and importlib.util.find_spec("openvino"):
             import openvino
@@ -376,7 +386,7 @@ def main() -> None:
             time_blocks(case, args.blocks, args.block_ms / 1000, args.warmup)
     report(console, cases, diffs, f"{peers}; ms are wall time; medians of {args.blocks} interleaved blocks of about "
                                   f"{args.block_ms:.0f} ms per side, fresh sessions per block, {args.warmup} warmup "
-                                  "calls each", measured_peak(), args.threads)
+                                  "calls each", measured_peak(core), args.threads)
 
 
 if __name__ == "__main__":

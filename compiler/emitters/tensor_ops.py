@@ -118,7 +118,7 @@ UNARY_ATTRIBUTES = {
 """The attributes a unary kind takes as its parameters a and b, with their defaults."""
 
 
-FUSABLE = {"Relu", "Clip", "HardSigmoid", "LeakyRelu", "HardSwish", "Sigmoid"}
+FUSABLE = {"Relu", "Clip", "HardSigmoid", "LeakyRelu", "HardSwish", "Sigmoid", "Swish"}
 
 
 @emitter(*[k for k in UNARY if k != "GeluTanh"])

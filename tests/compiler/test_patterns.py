@@ -110,6 +110,19 @@ def test_silu_written_out_becomes_one_swish(gate_first: bool) -> None:
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 
+@pytest.mark.parametrize("gate_first", [True, False], ids=["Sigmoid(x) * x", "x * Sigmoid(x)"])
+def test_silu_of_a_conv_folds_into_it(gate_first: bool) -> None:
+    inputs = ["gate", "c"] if gate_first else ["c", "gate"]
+    model = conv_then([helper.make_node("Sigmoid", ["c"], ["gate"]), helper.make_node("Mul", inputs, ["y"])], {})
+    plan = lower_to_plan(model, {"x": SHAPE})
+    assert [op.kind for op in plan.ops] == ["Conv"]
+    assert plan.ops[0].params[12] == ACTIVATIONS["Swish"]
+    x = np.random.default_rng(13).standard_normal(SHAPE).astype(np.float32) * 8
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
 def test_a_sigmoid_read_twice_or_of_another_tensor_stays() -> None:
     read_twice = silu_form()
     read_twice.graph.node.append(helper.make_node("Add", ["y", "gate"], ["z"]))

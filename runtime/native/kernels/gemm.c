@@ -18,22 +18,26 @@ float ep_activate(int32_t act, float x, float a, float b) {
     }
     case EP_ACT_LEAKY_RELU: return x < 0.0f ? a * x : x;
     case EP_ACT_SIGMOID: return ep_sigmoidf(x);
+    case EP_ACT_SWISH: return x * ep_sigmoidf(x);
     }
     return x;
 }
 
-/* The logistic function: EP_VW_LANES at a time (ep_sigmoid_wide), the rest one by one. */
-static void sigmoid_row(const float *x, float *y, int64_t count) {
+/* The logistic function, or x times it (`gated`, Swish): EP_VW_LANES at a time (ep_sigmoid_wide), the rest one by
+   one. */
+static void sigmoid_row(const float *x, float *y, int64_t count, int gated) {
     int64_t i = 0;
 #ifdef EP_VECTOR_MATH
     for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
-        ep_vw t;
-        __builtin_memcpy(&t, x + i, sizeof t);
+        ep_vw v, t;
+        __builtin_memcpy(&v, x + i, sizeof v);
+        t = v;
         ep_sigmoid_wide(&t);
+        if (gated) t *= v;
         __builtin_memcpy(y + i, &t, sizeof t);
     }
 #endif
-    for (; i < count; i++) y[i] = ep_sigmoidf(x[i]);
+    for (; i < count; i++) y[i] = gated ? x[i] * ep_sigmoidf(x[i]) : ep_sigmoidf(x[i]);
 }
 
 void ep_tanh_row(const float *x, float *y, int64_t n) {
@@ -82,7 +86,8 @@ void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, 
         for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0.0f ? a * x[i] : x[i];
         return;
     case EP_ACT_SIGMOID:
-        sigmoid_row(x, y, n);
+    case EP_ACT_SWISH:
+        sigmoid_row(x, y, n, act == EP_ACT_SWISH);
         return;
     default:
         for (int64_t i = 0; i < n; i++) y[i] = ep_activate(act, x[i], a, b);

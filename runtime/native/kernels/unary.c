@@ -138,22 +138,6 @@ static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = gelu ? unary_f32(U_GELU, x[i], 0.0f, 0.0f) : ep_erff(x[i]);
 }
 
-/* x * Sigmoid(x), EP_VW_LANES at a time, the rest one by one. */
-static void swish_f32(const float *x, float *y, int64_t count) {
-    int64_t i = 0;
-#ifdef EP_VECTOR_MATH
-    for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
-        ep_vw v, gate;
-        __builtin_memcpy(&v, x + i, sizeof v);
-        gate = v;
-        ep_sigmoid_wide(&gate);
-        v *= gate;
-        __builtin_memcpy(y + i, &v, sizeof v);
-    }
-#endif
-    for (; i < count; i++) y[i] = x[i] * ep_sigmoidf(x[i]);
-}
-
 /* A float32 unary op over elements [begin, end): one loop per kind, so that each vectorizes. */
 typedef struct float_unary {
     const float *x;
@@ -180,7 +164,7 @@ static void float_unary_task(void *arg, int32_t worker, int64_t index) {
         for (int64_t i = 0; i < count; i++) y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
         break;
     case U_SIGMOID: ep_activate_row(EP_ACT_SIGMOID, x, y, count, a, b); break;
-    case U_SWISH: swish_f32(x, y, count); break;
+    case U_SWISH: ep_activate_row(EP_ACT_SWISH, x, y, count, a, b); break;
     case U_ERF:
     case U_GELU:
         erf_or_gelu_f32(u->kind == U_GELU, x, y, count);

@@ -136,6 +136,14 @@ def _hardswish_affine() -> onnx.ModelProto:
     return model
 
 
+def _conv_silu() -> onnx.ModelProto:
+    """A conv, then x * Sigmoid(x) (SiLU): one Conv whose activation is Swish."""
+    model = _conv([1, 4, 8, 9], [6, 4, 3, 3], pads=[1, 1, 1, 1], then="Sigmoid")
+    model.graph.node[-1].output[0] = "gate"
+    model.graph.node.append(helper.make_node("Mul", ["c", "gate"], ["y"]))
+    return model
+
+
 def _cases() -> dict[str, onnx.ModelProto]:
     cases = {
         "conv3x3": _conv([1, 3, 9, 10], [5, 3, 3, 3], pads=[1, 1, 1, 1], then="Relu"),
@@ -147,6 +155,7 @@ def _cases() -> dict[str, onnx.ModelProto]:
         "conv_pointwise_groups": _conv([1, 8, 5, 5], [6, 4, 1, 1], group=2, bias=False),
         "conv_1d": _conv([1, 4, 17], [6, 4, 3], pads=[1, 1], strides=[2], then="HardSwish"),
         "conv_hardswish_affine": _hardswish_affine(),
+        "conv_swish": _conv_silu(),
         "conv_transpose": _conv([1, 4, 5, 6], [4, 3, 3, 3], op="ConvTranspose", strides=[2, 2], pads=[1, 1, 1, 1],
                                 output_padding=[1, 0]),
         "conv_transpose_groups": _conv([1, 4, 4, 5], [4, 2, 2, 2], op="ConvTranspose", group=2, strides=[2, 2],
@@ -268,10 +277,13 @@ def test_op_matches_the_reference(gpu_page: WebGpuPage, name: str) -> None:
         assert _max_relative_error(got, expected) <= TOLERANCE, (output, _max_relative_error(got, expected))
 
 
-def test_the_affine_case_is_one_conv_with_its_activation() -> None:
-    """conv_hardswish_affine checks the WGSL activation 7 only while the lowering folds the Mul and Add into it."""
-    plan = lower_to_plan(CASES["conv_hardswish_affine"], {"x": (1, 3, 9, 10)})
-    assert [op.kind for op in plan.ops] == ["Conv"] and plan.ops[0].params[12] == ACTIVATIONS["HardSwishAffine"]
+@pytest.mark.parametrize(("name", "shape", "activation"), [("conv_hardswish_affine", (1, 3, 9, 10), "HardSwishAffine"),
+                                                         ("conv_swish", (1, 4, 8, 9), "Swish")])
+def test_a_fused_activation_case_is_one_conv(name: str, shape: tuple[int, ...], activation: str) -> None:
+    """conv_hardswish_affine and conv_swish check the WGSL activations 7 and 8 only while the lowering folds what
+    follows the conv into it."""
+    plan = lower_to_plan(CASES[name], {"x": shape})
+    assert [op.kind for op in plan.ops] == ["Conv"] and plan.ops[0].params[12] == ACTIVATIONS[activation]
 
 
 def test_quantized_int4_weights_are_dequantized_at_upload(gpu_page: WebGpuPage) -> None:

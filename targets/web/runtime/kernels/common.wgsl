@@ -19,7 +19,7 @@ fn flat_index(group: vec3<u32>, groups: vec3<u32>, local: u32) -> u32 {
 fn sigmoid(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }
 
 // Fused activations: 0 none, 1 Relu, 2 Clip(a, b), 3 HardSwish, 4 HardSigmoid(a, b), 5 LeakyRelu(a), 6 Sigmoid,
-// 7 a * HardSwish + b.
+// 7 a * HardSwish + b, 8 Swish.
 fn activate(act: u32, x: f32, a: f32, b: f32) -> f32 {
   switch act {
     case 1u: { return max(x, 0.0); }
@@ -29,6 +29,7 @@ fn activate(act: u32, x: f32, a: f32, b: f32) -> f32 {
     case 5u: { return select(x, a * x, x < 0.0); }
     case 6u: { return sigmoid(x); }
     case 7u: { return a * (x * clamp(x / 6.0 + 0.5, 0.0, 1.0)) + b; }
+    case 8u: { return x * sigmoid(x); }
     default: { return x; }
   }
 }

@@ -1,7 +1,9 @@
 """Graph rewrites the lowering applies before emitting ops, so that more work lands in fused kernels:
 x * clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) (alpha 1/6, beta 1/2) become one HardSwish (which then folds into
 the Conv before it); x * Sigmoid(x) becomes one Swish (SiLU: one pass over x instead of two, and one tensor less);
-x * 0.5 * (1 + erf(x / sqrt(2))) (exporters' GELU, in any association of its products) becomes one Gelu."""
+x * 0.5 * (1 + erf(x / sqrt(2))) (exporters' GELU, in any association of its products) becomes one Gelu, and
+x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) (its tanh approximation: GPT-2's and jax's) one Gelu with
+approximate "tanh"."""
 
 from __future__ import annotations
 
@@ -115,24 +117,71 @@ def _other_input(node: onnx.NodeProto, name: str) -> str | None:
 
 
 def _erf_argument(erf: onnx.NodeProto, producer: dict[str, onnx.NodeProto],
-                  constants: dict[str, np.ndarray]) -> tuple[str, onnx.NodeProto] | None:
+                  constants: dict[str, np.ndarray]) -> tuple[str, list[onnx.NodeProto]] | None:
     """x and the node where `erf` reads x / sqrt(2), as Div(x, sqrt(2)) or Mul(x, 1 / sqrt(2)); else None."""
     scaled = producer.get(erf.input[0])
     if scaled is None or len(scaled.input) != 2:
         return None
     if scaled.op_type == "Div" and _is(_scalar(scaled.input[1], constants), math.sqrt(2.0)):
-        return scaled.input[0], scaled
+        return scaled.input[0], [scaled]
     if scaled.op_type == "Mul":
         for x_name, factor in (scaled.input[0], scaled.input[1]), (scaled.input[1], scaled.input[0]):
             if _is(_scalar(factor, constants), math.sqrt(0.5)):
-                return x_name, scaled
+                return x_name, [scaled]
     return None
 
 
+def _monomial(name: str, x_name: str, producer: dict[str, onnx.NodeProto], constants: dict[str, np.ndarray],
+              nodes: list[onnx.NodeProto]) -> tuple[float, int] | None:
+    """`name` as c * x^n from scalar constants, x, Mul and Pow by a whole constant: (c, n), with the nodes it took
+    added to `nodes`; else None."""
+    if name == x_name:
+        return 1.0, 1
+    value = _scalar(name, constants)
+    if value is not None:
+        return value, 0
+    node = producer.get(name)
+    if node is None or len(node.input) != 2 or node.op_type not in ("Mul", "Pow"):
+        return None
+    nodes.append(node)
+    base = _monomial(node.input[0], x_name, producer, constants, nodes)
+    if node.op_type == "Pow":
+        exponent = _scalar(node.input[1], constants)
+        if base is None or exponent is None or exponent != round(exponent) or not 0 < exponent <= 4:
+            return None
+        return base[0] ** exponent, base[1] * int(exponent)
+    other = _monomial(node.input[1], x_name, producer, constants, nodes)
+    return None if base is None or other is None else (base[0] * other[0], base[1] + other[1])
+
+
+def _tanh_argument(tanh: onnx.NodeProto, producer: dict[str, onnx.NodeProto],
+                   constants: dict[str, np.ndarray]) -> tuple[str, list[onnx.NodeProto]] | None:
+    """x and the nodes where `tanh` reads sqrt(2 / pi) * (x + 0.044715 x^3), x^3 by Mul or Pow in any order; else
+    None."""
+    scaled = producer.get(tanh.input[0])
+    if scaled is None or scaled.op_type != "Mul" or len(scaled.input) != 2:
+        return None
+    for factor, sum_name in (scaled.input[0], scaled.input[1]), (scaled.input[1], scaled.input[0]):
+        total = producer.get(sum_name)
+        if not _is(_scalar(factor, constants), math.sqrt(2.0 / math.pi)) or total is None or \
+                total.op_type != "Add" or len(total.input) != 2:
+            continue
+        for x_name, cube_name in (total.input[0], total.input[1]), (total.input[1], total.input[0]):
+            nodes = [scaled, total]
+            cube = _monomial(cube_name, x_name, producer, constants, nodes)
+            if cube is not None and cube[1] == 3 and _is(cube[0], 0.044715):
+                return x_name, nodes
+    return None
+
+
+GELU_GATES = {"Erf": (_erf_argument, "none"), "Tanh": (_tanh_argument, "tanh")}
+"""The gates of GELU's two forms: what finds x in the gate's argument, and the Gelu node's `approximate`."""
+
+
 def rewrite_gelu(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProto:
-    """A copy of `model` with the top-level x * 0.5 * (1 + erf(x / sqrt(2))) chains (as PyTorch exports GELU) as Gelu
-    nodes, whatever the order of the two products; each intermediate read by the chain alone; for the lowering
-    only, never saved."""
+    """A copy of `model` with the top-level x * 0.5 * (1 + erf(x / sqrt(2))) chains (as PyTorch exports GELU), and
+    those of its tanh form, as Gelu nodes, whatever the order of the two products; each intermediate read by the
+    chain alone; for the lowering only, never saved."""
     graph = model.graph
     constants = _constants(graph)
     producer = {out: node for node in graph.node for out in node.output}
@@ -151,15 +200,16 @@ def rewrite_gelu(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProt
 
     replaced: dict[int, onnx.NodeProto] = {}
     dropped: set[int] = set()
-    for erf in graph.node:
-        argument = _erf_argument(erf, producer, constants) if erf.op_type == "Erf" else None
-        add = sole_reader(erf, "Add") if argument else None
-        if add is None or not _is(_scalar(_other_input(add, erf.output[0]) or "", constants), 1.0):
+    for gate in graph.node:
+        found, approximate = GELU_GATES.get(gate.op_type, (None, ""))
+        argument = found(gate, producer, constants) if found else None
+        add = sole_reader(gate, "Add") if argument else None
+        if add is None or not _is(_scalar(_other_input(add, gate.output[0]) or "", constants), 1.0):
             continue
-        x_name, scaled = argument
+        x_name, inner = argument
         first = sole_reader(add, "Mul")
         factor = _other_input(first, add.output[0]) if first else None
-        chain = [scaled, erf, add, first]
+        chain = [*inner, gate, add, first]
         if factor == x_name:  # (x * (1 + erf)) * 0.5
             root = sole_reader(first, "Mul")
             ok = root is not None and _is(_scalar(_other_input(root, first.output[0]) or "", constants), 0.5)
@@ -172,9 +222,10 @@ def rewrite_gelu(model: onnx.ModelProto, uses: dict[str, int]) -> onnx.ModelProt
             ok = half is not None and half.op_type == "Mul" and sole_reader(half, "Mul") is first and \
                 _is(_scalar(_other_input(half, x_name) or "", constants), 0.5)
             chain[-1] = half
-        if not ok or uses.get(scaled.output[0]) != 1 or scaled.output[0] in outputs:
+        if not ok or any(uses.get(n.output[0]) != 1 or n.output[0] in outputs for n in inner):
             continue
-        replaced[id(root)] = onnx.helper.make_node("Gelu", [x_name], [root.output[0]], name=root.name)
+        replaced[id(root)] = onnx.helper.make_node("Gelu", [x_name], [root.output[0]], name=root.name,
+                                                   approximate=approximate)
         dropped |= {id(n) for n in chain if n is not root}
     return _with_replacements(model, replaced, dropped)
 

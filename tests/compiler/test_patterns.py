@@ -1,7 +1,7 @@
 """The lowering's graph rewrites (compiler/patterns.py): HardSwish written out as x * clip(x + 3, 0, 6) / 6 or as
 x * HardSigmoid(x) (alpha 1/6, beta 1/2) becomes one HardSwish that folds into the Conv before it; x * Sigmoid(x)
-becomes one Swish; x * 0.5 * (1 + erf(x / sqrt(2))) becomes one Gelu; near misses stay as they are. Results against
-onnxruntime."""
+becomes one Swish; x * 0.5 * (1 + erf(x / sqrt(2))) becomes one Gelu, and its tanh form one GeluTanh; near misses
+stay as they are. Results against onnxruntime."""
 
 from __future__ import annotations
 
@@ -137,13 +137,34 @@ def gelu_form(association: str, scale: str = "Div", half: float = 0.5) -> onnx.M
     a Div or (scale "Mul") a Mul by 1 / sqrt(2)."""
     scaled = helper.make_node("Div", ["c", "root2"], ["s"]) if scale == "Div" else \
         helper.make_node("Mul", ["inverse_root2", "c"], ["s"])
-    nodes = [scaled, helper.make_node("Erf", ["s"], ["e"]), helper.make_node("Add", ["one", "e"], ["a"])]
+    return gelu_products(association, [scaled, helper.make_node("Erf", ["s"], ["e"])],
+                         {"root2": scalar(np.sqrt(2.0)), "inverse_root2": scalar(np.sqrt(0.5))}, half)
+
+
+def gelu_products(association: str, gate: list[onnx.NodeProto], constants: dict[str, np.ndarray],
+                  half: float = 0.5) -> onnx.ModelProto:
+    """Conv, then `gate` (which writes e), then c * `half` * (1 + e), its products associated as `association` says
+    (named with erf)."""
+    nodes = [*gate, helper.make_node("Add", ["one", "e"], ["a"])]
     first, second = {"(x * (1 + erf)) * 0.5": (["c", "a"], ["m", "half"]),
                      "x * ((1 + erf) * 0.5)": (["half", "a"], ["c", "m"]),
                      "(x * 0.5) * (1 + erf)": (["c", "half"], ["a", "m"])}[association]
     nodes += [helper.make_node("Mul", first, ["m"]), helper.make_node("Mul", second, ["y"])]
-    return conv_then(nodes, {"root2": scalar(np.sqrt(2.0)), "inverse_root2": scalar(np.sqrt(0.5)),
-                             "one": scalar(1.0), "half": scalar(half)})
+    return conv_then(nodes, {**constants, "one": scalar(1.0), "half": scalar(half)})
+
+
+def gelu_tanh_form(association: str, cube: str, coefficient: float = 0.044715, power: float = 3.0) -> onnx.ModelProto:
+    """Conv, then c * 0.5 * (1 + tanh(sqrt(2 / pi) * (c + coefficient * c^3))): c^3 as jax2tf writes it (c * (c *
+    (coefficient * c)), cube "Mul") or as PyTorch's does (coefficient * Pow(c, `power`), cube "Pow")."""
+    if cube == "Mul":
+        powers = [helper.make_node("Mul", ["k", "c"], ["c1"]), helper.make_node("Mul", ["c", "c1"], ["c2"]),
+                  helper.make_node("Mul", ["c", "c2"], ["c3"])]
+    else:
+        powers = [helper.make_node("Pow", ["c", "three"], ["p"]), helper.make_node("Mul", ["p", "k"], ["c3"])]
+    gate = [*powers, helper.make_node("Add", ["c", "c3"], ["inner"]),
+            helper.make_node("Mul", ["root", "inner"], ["s"]), helper.make_node("Tanh", ["s"], ["e"])]
+    return gelu_products(association, gate, {"k": scalar(coefficient), "three": scalar(power),
+                                             "root": scalar(np.sqrt(2.0 / np.pi))})
 
 
 GELU_FORMS = [("(x * (1 + erf)) * 0.5", "Div"), ("x * ((1 + erf) * 0.5)", "Mul"), ("(x * 0.5) * (1 + erf)", "Div")]
@@ -158,6 +179,30 @@ def test_gelu_written_out_becomes_one_gelu(association: str, scale: str) -> None
     actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
     expected = run_onnxruntime(model, {"x": x})["y"]
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+GELU_TANH_FORMS = [("(x * (1 + erf)) * 0.5", "Mul"), ("x * ((1 + erf) * 0.5)", "Pow"), ("(x * 0.5) * (1 + erf)", "Mul")]
+
+
+@pytest.mark.parametrize(("association", "cube"), GELU_TANH_FORMS, ids=[f"{a}, {c}" for a, c in GELU_TANH_FORMS])
+def test_gelu_tanh_written_out_becomes_one_gelu_tanh(association: str, cube: str) -> None:
+    model = gelu_tanh_form(association, cube)
+    plan = lower_to_plan(model, {"x": SHAPE})
+    assert [(op.kind, op.params[0]) for op in plan.ops if op.kind != "Conv"] == [("Unary", UNARY["GeluTanh"])]
+    x = np.random.default_rng(14).standard_normal(SHAPE).astype(np.float32) * 4
+    actual = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_another_coefficient_or_power_or_a_cube_read_twice_stays() -> None:
+    read_twice = gelu_tanh_form("(x * (1 + erf)) * 0.5", "Pow")
+    read_twice.graph.node.append(helper.make_node("Add", ["y", "p"], ["z"]))
+    read_twice.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    for model in (read_twice, gelu_tanh_form("(x * (1 + erf)) * 0.5", "Mul", coefficient=0.05),
+                  gelu_tanh_form("(x * (1 + erf)) * 0.5", "Pow", power=2.0)):
+        kinds = [(op.kind, op.params[0]) for op in lower_to_plan(model, {"x": SHAPE}).ops if op.kind != "Conv"]
+        assert ("Unary", UNARY["Tanh"]) in kinds and ("Unary", UNARY["GeluTanh"]) not in kinds
 
 
 def test_another_half_or_an_erf_read_twice_stays() -> None:

@@ -138,6 +138,22 @@ static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = gelu ? unary_f32(U_GELU, x[i], 0.0f, 0.0f) : ep_erff(x[i]);
 }
 
+/* GELU's tanh form, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), EP_VF_LANES at a time; the rest one by one. */
+static void gelu_tanh_f32(const float *x, float *y, int64_t count) {
+    int64_t i = 0;
+#ifdef EP_VECTOR_MATH
+    for (; i + EP_VF_LANES <= count; i += EP_VF_LANES) {
+        ep_vf v, t;
+        __builtin_memcpy(&v, x + i, sizeof v);
+        t = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+        ep_tanh_lanes(&t);
+        t = 0.5f * v * (1.0f + t);
+        __builtin_memcpy(y + i, &t, sizeof t);
+    }
+#endif
+    for (; i < count; i++) y[i] = unary_f32(U_GELU_TANH, x[i], 0.0f, 0.0f);
+}
+
 /* A float32 unary op over elements [begin, end): one loop per kind, so that each vectorizes. */
 typedef struct float_unary {
     const float *x;
@@ -173,6 +189,7 @@ static void float_unary_task(void *arg, int32_t worker, int64_t index) {
     case U_HARD_SWISH: ep_activate_row(EP_ACT_HARD_SWISH, x, y, count, a, b); break;
     case U_LEAKY_RELU: ep_activate_row(EP_ACT_LEAKY_RELU, x, y, count, a, b); break;
     case U_TANH: ep_tanh_row(x, y, count); break;
+    case U_GELU_TANH: gelu_tanh_f32(x, y, count); break;
     case U_EXP:
         for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
         break;

@@ -1,7 +1,9 @@
 /* Int8MatMul: a QDQ model's MatMul as one op: X quantized per tensor and back (QuantizeLinear then
    DequantizeLinear, one scale and zero point) times a constant int8 weight with one scale per column, plus a bias per
    column, then an activation. Where the build has 8-bit dot products (AVX-512 VNNI), X is quantized to bytes once and
-   the product runs in int32 (exact), scaled per column at the end; elsewhere X takes its float round trip and each
+   the product runs in int32 (exact), scaled per column at the end. With AVX2 alone, X is quantized to int16 and each
+   panel of B widened to int16 pairs of rows just before use, and the product runs on pairs (vpmaddwd, exact in
+   int32: 16 multiply-adds an instruction where a float FMA does 8). Elsewhere X takes its float round trip and each
    panel of B is dequantized just before the float micro-kernel reads it, as PackedMatMul's quantized B.
    Inputs: X float32 [..., M, K]; B int8 [ceil(N / 32), ceil(K / 4), 32, 4]: panels of 32 columns, each column's rows
    4g .. 4g + 3 side by side (the dot-product instructions' groups), zero past K and N; B's scales float32 [N]; B's
@@ -12,9 +14,12 @@
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #include <immintrin.h>
 #define INT8_DOT_PRODUCTS 1
+#elif defined(__AVX2__)
+#include <immintrin.h>
+#define INT16_PAIRS 1
 #endif
 
-enum { PANEL = EP_PREPACKED_COLUMNS, GROUP = 4, INT8_MR = 8 };
+enum { PANEL = EP_PREPACKED_COLUMNS, GROUP = 4, INT8_MR = 8, PAIR_MR = 6 };
 
 static ep_status check_int8_matmul(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 6, 7, 1, error);
@@ -83,21 +88,49 @@ static void panel_scales(const int8_product *m, int64_t p, float factor, float *
     for (int64_t j = 0; j < PANEL; j++) steps[j] = p * PANEL + j < m->cols ? factor * m->b_scale[p * PANEL + j] : 0.0f;
 }
 
-#ifdef INT8_DOT_PRODUCTS
-/* X as bytes, rows `padded` apart (zero past K): QuantizeLinear's values, plus 128 for an int8 zero point, so that
-   every byte is unsigned as vpdpbusd takes it. */
-static void quantize_rows(const int8_product *m, int64_t padded, float shift, uint8_t *q) {
+#if defined(INT8_DOT_PRODUCTS) || defined(INT16_PAIRS)
+/* X quantized, rows `padded` apart (zero past K): QuantizeLinear's values as bytes plus 128 for an int8 zero point,
+   so that every byte is unsigned as vpdpbusd takes it (`wide` 0), or as int16 (`wide` 1, shift 0). */
+static void quantize_rows(const int8_product *m, int64_t padded, float shift, int wide, void *q) {
     /* The fields in locals: a byte store may alias them, and reloading them each element keeps the loop scalar. */
     const float scale = m->x_scale, zero = m->x_zero, low = m->low, high = m->high;
     const int64_t rows = m->rows, k = m->k;
     for (int64_t i = 0; i < rows; i++) {
         const float *row = m->x + i * k;
-        uint8_t *to = q + i * padded;
-        for (int64_t j = 0; j < k; j++)
-            to[j] = (uint8_t)(int32_t)(quantized_value(row[j], scale, zero, low, high) + shift);
-        for (int64_t j = k; j < padded; j++) to[j] = 0;
+        if (wide) {
+            int16_t *to = (int16_t *)q + i * padded;
+            for (int64_t j = 0; j < k; j++) to[j] = (int16_t)quantized_value(row[j], scale, zero, low, high);
+            for (int64_t j = k; j < padded; j++) to[j] = 0;
+        } else {
+            uint8_t *to = (uint8_t *)q + i * padded;
+            for (int64_t j = 0; j < k; j++)
+                to[j] = (uint8_t)(int32_t)(quantized_value(row[j], scale, zero, low, high) + shift);
+            for (int64_t j = k; j < padded; j++) to[j] = 0;
+        }
     }
 }
+
+/* Row r's int32 sums (over panel p's columns) less the zero point times the column sums, times X's scale and the
+   column's, added to what the output holds when accumulating, then the activation. */
+static void finish_row(const int8_product *m, const int32_t *sums, int64_t row, int64_t p, const float *steps,
+                       const int32_t *offsets) {
+    int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
+    float *out = m->y + row * m->cols + p * PANEL;
+    for (int64_t j = 0; j < width; j++) {
+        float value = (float)(sums[j] - offsets[j]) * steps[j];
+        out[j] = m->e->accumulate ? out[j] + value : value;
+    }
+    ep_activate_row(m->e->act, out, out, width, m->e->act_a, m->e->act_b);
+}
+
+/* Panel p's scales (times X's) and zero-point offsets (`zero` times each column's sum), zero past column N. */
+static void panel_terms(const int8_product *m, int64_t p, int32_t zero, float *steps, int32_t *offsets) {
+    panel_scales(m, p, m->x_scale, steps);
+    for (int64_t j = 0; j < PANEL; j++) offsets[j] = p * PANEL + j < m->cols ? zero * m->sums[p * PANEL + j] : 0;
+}
+#endif
+
+#ifdef INT8_DOT_PRODUCTS
 
 /* Four bytes of a row of X, as one 32-bit lane broadcast. */
 static inline __m512i four_bytes(const uint8_t *at) {
@@ -131,28 +164,21 @@ static void integer_tile(const int8_product *m, const uint8_t *q, int64_t padded
     }
     __m512i sums[INT8_MR][2] = {{lo0, hi0}, {lo1, hi1}, {lo2, hi2}, {lo3, hi3},
                                 {lo4, hi4}, {lo5, hi5}, {lo6, hi6}, {lo7, hi7}};
-    int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
     for (int64_t r = 0; r < rows; r++) {
-        float values[PANEL], *out = m->y + (i + r) * m->cols + p * PANEL;
-        for (int h = 0; h < 2; h++) {
-            __m512i exact = _mm512_sub_epi32(sums[r][h], _mm512_loadu_si512(offsets + 16 * h));
-            __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), _mm512_loadu_ps(steps + 16 * h));
-            _mm512_storeu_ps(values + 16 * h, scaled);
-        }
-        for (int64_t j = 0; j < width; j++) out[j] = m->e->accumulate ? out[j] + values[j] : values[j];
-        ep_activate_row(m->e->act, out, out, width, m->e->act_a, m->e->act_b);
+        int32_t row_sums[PANEL];
+        _mm512_storeu_si512(row_sums, sums[r][0]);
+        _mm512_storeu_si512(row_sums + 16, sums[r][1]);
+        finish_row(m, row_sums, i + r, p, steps, offsets);
     }
 }
 
 /* Panel p of the product in int32, scaled per column. */
 static void integer_panel(const int8_product *m, int64_t p, float *scratch) {
     int64_t padded = m->groups * GROUP;
-    int32_t zero = (int32_t)m->x_zero + (m->low < 0.0f ? 128 : 0);
     float steps[PANEL];
     int32_t offsets[PANEL];
     (void)scratch;
-    panel_scales(m, p, m->x_scale, steps);
-    for (int64_t j = 0; j < PANEL; j++) offsets[j] = p * PANEL + j < m->cols ? zero * m->sums[p * PANEL + j] : 0;
+    panel_terms(m, p, (int32_t)m->x_zero + (m->low < 0.0f ? 128 : 0), steps, offsets);
     const int8_t *panel = m->b + p * m->groups * PANEL * GROUP;
     for (int64_t i = 0; i < m->rows; i += INT8_MR)
         integer_tile(m, (const uint8_t *)m->x_ready, padded, panel, i, m->rows - i < INT8_MR ? m->rows - i : INT8_MR,
@@ -161,8 +187,71 @@ static void integer_panel(const int8_product *m, int64_t p, float *scratch) {
 
 static void integer_product(int8_product *m) {
     m->x_ready = m->ctx->scratch;
-    quantize_rows(m, m->groups * GROUP, m->low < 0.0f ? 128.0f : 0.0f, (uint8_t *)m->x_ready);
+    quantize_rows(m, m->groups * GROUP, m->low < 0.0f ? 128.0f : 0.0f, 0, m->x_ready);
     each_panel(m, integer_panel);
+}
+#elif defined(INT16_PAIRS)
+/* Panel p of B as int16 pairs: rows 2q and 2q + 1 of a column side by side, the 32 columns of pair q in a row. */
+static void widen_panel(const int8_product *m, int64_t p, int16_t *pairs) {
+    const int8_t *bytes = m->b + p * m->groups * PANEL * GROUP;
+    for (int64_t g = 0; g < m->groups; g++)
+        for (int h = 0; h < 2; h++) {
+            int16_t *to = pairs + (2 * g + h) * PANEL * 2;
+            for (int64_t j = 0; j < PANEL; j++) {
+                to[2 * j] = bytes[(g * PANEL + j) * GROUP + 2 * h];
+                to[2 * j + 1] = bytes[(g * PANEL + j) * GROUP + 2 * h + 1];
+            }
+        }
+}
+
+/* The int32 sums of row r over two int16 pairs of rows of B (8 columns each): vpmaddwd, then added. */
+#define PAIR_SUMS(r)                                                                                                \
+    {                                                                                                               \
+        int32_t two;                                                                                                \
+        __builtin_memcpy(&two, xrow[r] + 2 * q, sizeof two);                                                        \
+        __m256i a = _mm256_set1_epi32(two);                                                                         \
+        lo##r = _mm256_add_epi32(lo##r, _mm256_madd_epi16(a, b0));                                                  \
+        hi##r = _mm256_add_epi32(hi##r, _mm256_madd_epi16(a, b1));                                                  \
+    }
+
+/* Rows [i, i + rows) of columns [16 s, 16 s + 16) of panel p's output, on int16 pairs: the sums of each row into
+   `sums` (its 32 columns, the other half left as it is). */
+static void pair_tile(const int16_t *x, int64_t padded, const int16_t *pairs, int64_t i, int64_t rows, int s,
+                      int32_t sums[PAIR_MR][PANEL]) {
+    const int16_t *xrow[PAIR_MR];
+    for (int r = 0; r < PAIR_MR; r++) xrow[r] = x + (i + (r < rows ? r : rows - 1)) * padded;
+    __m256i lo0 = _mm256_setzero_si256(), hi0 = lo0, lo1 = lo0, hi1 = lo0, lo2 = lo0, hi2 = lo0;
+    __m256i lo3 = lo0, hi3 = lo0, lo4 = lo0, hi4 = lo0, lo5 = lo0, hi5 = lo0;
+    for (int64_t q = 0; q < padded / 2; q++) {
+        const int16_t *row = pairs + q * PANEL * 2 + 32 * s;
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)row), b1 = _mm256_loadu_si256((const __m256i *)(row + 16));
+        PAIR_SUMS(0) PAIR_SUMS(1) PAIR_SUMS(2) PAIR_SUMS(3) PAIR_SUMS(4) PAIR_SUMS(5)
+    }
+    __m256i all[PAIR_MR][2] = {{lo0, hi0}, {lo1, hi1}, {lo2, hi2}, {lo3, hi3}, {lo4, hi4}, {lo5, hi5}};
+    for (int r = 0; r < PAIR_MR; r++)
+        for (int h = 0; h < 2; h++) _mm256_storeu_si256((__m256i *)(sums[r] + 16 * s + 8 * h), all[r][h]);
+}
+
+/* Panel p of the product on int16 pairs, scaled per column: B widened into the worker's scratch, after X. */
+static void pair_panel(const int8_product *m, int64_t p, float *scratch) {
+    int64_t padded = m->groups * GROUP;
+    int16_t *pairs = (int16_t *)(scratch + m->rows * padded);
+    float steps[PANEL];
+    int32_t offsets[PANEL], sums[PAIR_MR][PANEL];
+    widen_panel(m, p, pairs);
+    panel_terms(m, p, (int32_t)m->x_zero, steps, offsets);
+    int halves = m->cols - p * PANEL > PANEL / 2 ? 2 : 1;
+    for (int64_t i = 0; i < m->rows; i += PAIR_MR) {
+        int64_t rows = m->rows - i < PAIR_MR ? m->rows - i : PAIR_MR;
+        for (int s = 0; s < halves; s++) pair_tile((const int16_t *)m->x_ready, padded, pairs, i, rows, s, sums);
+        for (int64_t r = 0; r < rows; r++) finish_row(m, sums[r], i + r, p, steps, offsets);
+    }
+}
+
+static void integer_product(int8_product *m) {
+    m->x_ready = m->ctx->scratch;
+    quantize_rows(m, m->groups * GROUP, 0.0f, 1, m->x_ready);
+    each_panel(m, pair_panel);
 }
 #else
 /* Panel p of B dequantized to K x 32 floats after X's rows in the worker's scratch, and multiplied on the float
@@ -198,7 +287,7 @@ static ep_status run_int8_matmul(const ep_node *n, const ep_context *ctx) {
                       *(const float *)n->in[4]->data,
                       is_signed ? (float)*(const int8_t *)x_zero->data : (float)*(const uint8_t *)x_zero->data,
                       is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f, out, &e, ctx, 1, 0};
-#ifdef INT8_DOT_PRODUCTS
+#if defined(INT8_DOT_PRODUCTS) || defined(INT16_PAIRS)
     integer_product(&m);
 #else
     float_product(&m);

@@ -1,9 +1,12 @@
 """A QDQ MatMul (X through QuantizeLinear and DequantizeLinear, by a constant int8 weight with a scale per column)
 lowered to Int8MatMul: the weight's panel layout, when the lowering takes the form and drops the round trip, and the
-results of the cpu core (int32 products on AVX-512 VNNI where the host has it) and of the wasm and neon (qemu) cores
-(the float path) against onnxruntime on the source model."""
+results of the cpu core (int32 products on AVX-512 VNNI where the host has it), of a core built for x86-64-v3 (int16
+pairs on AVX2) and of the wasm and neon (qemu) cores (the float path) against onnxruntime on the source model."""
 
 from __future__ import annotations
+
+import platform
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -14,6 +17,7 @@ from edgepack.compiler.emitters.int8_matmul import int8_panels
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.build import shared_library
 from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
@@ -98,6 +102,26 @@ def test_qdq_matmul_runs_as_int8_matmul_and_matches_onnxruntime(provider: str, f
     expected = run_onnxruntime(model, feeds)["y"]
     actual = PROVIDERS[provider].compile(model, {}).run(feeds)["y"]
     assert actual.shape == expected.shape
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def host_flags() -> set[str]:
+    cpuinfo = Path("/proc/cpuinfo")
+    text = cpuinfo.read_text() if cpuinfo.exists() else ""
+    return set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or not {"avx2", "fma"} <= host_flags(),
+                    reason="the x86-64-v3 core needs an x86 CPU with AVX2 and FMA")
+@pytest.mark.parametrize("form", list(FORMS))
+def test_the_avx2_core_runs_it_on_int16_pairs_and_matches_onnxruntime(form: str) -> None:
+    """A core built for x86-64-v3 (no VNNI) takes the int16-pair path: the same forms against onnxruntime."""
+    rows, k, n, options = FORMS[form]
+    model = qdq_matmul(rows, k, n, **options)
+    feeds = inputs(rows, k)
+    session = NativeSession(epk.write(lower_to_plan(model, {"x": [rows, k]})), shared_library("x86-64-v3"))
+    expected = run_onnxruntime(model, feeds)["y"]
+    actual = session.run(feeds)["y"]
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 

@@ -127,6 +127,21 @@ def test_depthwise_lanes(case: tuple[int, ...]) -> None:
     check(*depthwise_case(case))
 
 
+def test_depthwise_lanes_after_an_op_that_fills_the_scratch() -> None:
+    """A block of 16 lanes zeroes only the padding around its interleaved input: after a conv whose packed panels
+    filled the same scratch with other values, the padding must still read as zeros (3x3, pads 1, 32 channels)."""
+    rng = np.random.default_rng(21)
+    constants = {"w": rng.standard_normal((32, 16, 3, 3)).astype(np.float32),
+                 "dw": rng.standard_normal((32, 1, 3, 3)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+             helper.make_node("Conv", ["c", "dw"], ["y"], pads=[1] * 4, group=32)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 14])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
+          rng.standard_normal((1, 16, 12, 14)).astype(np.float32))
+
+
 def test_depthwise_planes_run_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:
     """The planes on bands and in lanes through the sanitized runner (8-lane vectors, no AVX): no read or write
     outside the scratch, the input or the output, and the same results."""

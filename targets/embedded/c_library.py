@@ -63,8 +63,8 @@ def write_bundle(bundle: BundleInput, staging: Path) -> list[dict[str, Any]]:
                                                       INPUT_LIST=input_list))
     for file in NPY_SOURCES:
         write_file(staging / "example" / file, (core_sources.NATIVE / "cli" / file).read_text())
-    write_file(staging / "include" / "ep_pool.h", (core_sources.NATIVE / "pool" / "ep_pool.h").read_text())
-    write_file(staging / "src" / "ep_pool.c", (core_sources.NATIVE / "pool" / "ep_pool.c").read_text())
+    for folder, file in (("include", "ep_pool.h"), ("include", "ep_loop.h"), ("src", "ep_pool.c")):
+        write_file(staging / folder / file, (core_sources.NATIVE / "pool" / file).read_text())
     write_file(staging / "README.md", render(
         "README.md", MODEL=name, VERSION=__version__, PROFILE=bundle.profile.name,
         KERNELS=", ".join(sorted(selection.kernels)).lower(),

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "../ep_internal.h"
+#include "../pool/ep_loop.h"
 
 /* Polls of the generation before a worker sleeps: the ops of one run follow each other within microseconds. */
 #define SPINS 100000
@@ -14,21 +15,9 @@
 typedef struct wasm_pool {
     int32_t started; /* workers in ep_wasm_worker */
     _Atomic uint32_t generation;
-    _Atomic int64_t next; /* the next index to claim */
-    _Atomic int32_t busy; /* workers not yet done with this generation's loop */
-    int64_t count;
-    ep_task task;
-    void *arg;
+    ep_loop loop; /* this generation's */
 } wasm_pool;
 _Static_assert(sizeof(wasm_pool) <= EP_MEMORY_ALIGN, "the pool takes the first EP_MEMORY_ALIGN bytes of its memory");
-
-static void claim(wasm_pool *p, int32_t number) {
-    for (;;) {
-        int64_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-        if (i >= p->count) return;
-        p->task(p->arg, number, i);
-    }
-}
 
 static void loop(void *pool, int64_t count, ep_task task, void *arg) {
     wasm_pool *p = (wasm_pool *)pool;
@@ -36,15 +25,11 @@ static void loop(void *pool, int64_t count, ep_task task, void *arg) {
         for (int64_t i = 0; i < count; i++) task(arg, 0, i);
         return;
     }
-    p->count = count;
-    p->task = task;
-    p->arg = arg;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->busy, p->started, memory_order_relaxed);
+    ep_loop_set(&p->loop, count, task, arg, p->started);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     __builtin_wasm_memory_atomic_notify((int32_t *)&p->generation, (uint32_t)p->started);
-    claim(p, 0);
-    while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0) {
+    ep_loop_claim(&p->loop, 0);
+    while (!ep_loop_done(&p->loop)) {
     }
 }
 
@@ -63,8 +48,8 @@ void ep_wasm_worker(void *memory, int32_t number) {
             g = atomic_load_explicit(&p->generation, memory_order_acquire);
         }
         seen = g;
-        claim(p, number);
-        atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+        ep_loop_claim(&p->loop, number);
+        ep_loop_check_out(&p->loop);
     }
 }
 

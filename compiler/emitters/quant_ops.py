@@ -42,17 +42,18 @@ def emit_linear_quantization(lw: Lowering, node: onnx.NodeProto, inputs: list[An
 
 
 def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
-    """Whether this DequantizeLinear of x undoes the QuantizeLinear just emitted, which nothing else reads, with the
-    same single scale and zero point (a QDQ model's pair around every activation); if so that op now gives the
-    pair's float32 result in one pass (mode ROUND_TRIP) and x is that output."""
-    if not isinstance(x, Runtime) or not lw.ops or zero is None or isinstance(scale, Runtime) or \
-            isinstance(zero, Runtime) or np.size(scale) != 1 or np.asarray(zero).dtype.name not in ("int8", "uint8"):
+    """Whether this DequantizeLinear of x undoes the QuantizeLinear that wrote x, which nothing else reads, with the
+    same single scale and zero point (a QDQ model's pair around every activation, emitted just before or with other
+    ops between, as an exporter orders three Q nodes then their three DQ nodes); if so that op now gives the pair's
+    float32 result in one pass (mode ROUND_TRIP) and x is that output."""
+    if not isinstance(x, Runtime) or zero is None or isinstance(scale, Runtime) or isinstance(zero, Runtime) or \
+            np.size(scale) != 1 or np.asarray(zero).dtype.name not in ("int8", "uint8"):
         return False
-    quantize = lw.ops[-1]
+    quantize = next((op for op in reversed(lw.ops) if x.index in op.outputs), None)
     name = lw.tensors[x.index].name
-    if quantize.kind != "Quantize" or quantize.params[::2] != [QUANTIZE, 0] or quantize.outputs != [x.index] or \
-            len(quantize.inputs) < 3 or quantize.inputs[2] is None or lw.uses.get(name, 0) != 1 or \
-            name in lw.graph_outputs:
+    if quantize is None or quantize.kind != "Quantize" or quantize.params[::2] != [QUANTIZE, 0] or \
+            quantize.outputs != [x.index] or len(quantize.inputs) < 3 or quantize.inputs[2] is None or \
+            lw.uses.get(name, 0) != 1 or name in lw.graph_outputs:
         return False
     held_scale, held_zero = (lw.tensors[i].data for i in quantize.inputs[1:3])
     if held_scale is None or held_zero is None or held_zero.dtype != np.asarray(zero).dtype or \

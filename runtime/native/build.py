@@ -214,7 +214,7 @@ WASM_OPTIMIZATION = {
                       "kernels/depthwise.c"), ["-O2"]),
     **dict.fromkeys((f"kernels/{name}.c" for name in ("matmul", "int8_matmul", "quant", "dequantize", "recurrent",
                                                       "elementwise", "unary", "reduce", "normalize", "resize",
-                                                      "pool")),
+                                                      "pool", "pool_planes")),
                     ["-O2", "-fno-unroll-loops"]),
 }
 """How the wasm core's files are compiled, by path; any other file -Os. The micro-kernels and conv loops are -O2

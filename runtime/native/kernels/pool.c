@@ -5,6 +5,7 @@
    A max pool takes float32, int8 and uint8 and may have a second output, int64 Indices into the flattened input
    (storage_order 1: spatial dims column-major). Output sizes may be the floor or the ceiling form. */
 #include "../ep_internal.h"
+#include "pool_planes.h"
 
 #define POOL_MAX_DIMS (EP_MAX_RANK - 2)
 
@@ -251,34 +252,6 @@ static int is_global(const pool_geometry *g, const pool_layout *l, const ep_tens
    then each window's max over those. */
 #define POOL_ROW 2048
 
-/* The larger of v and acc, NaN once either is NaN; a select, not a branch (the comparisons of random data would
-   mispredict). */
-static inline float max_or_nan(float v, float acc) { return ((v > acc) | (v != v)) ? v : acc; }
-
-/* Partial sums (or maxima) a global pool keeps per plane, so that its loop vectorizes: a single running sum is a
-   chain of dependent adds (ppocr-det's 96 x 160 x 160 average pool took 2 ms). The sums' order differs from one
-   running sum by float rounding only. */
-#define GLOBAL_LANES 16
-
-static void global_pool(int is_max, const float *in, float *out, int64_t planes, int64_t size) {
-    for (int64_t q = 0; q < planes; q++) {
-        const float *plane = in + q * size;
-        float part[GLOBAL_LANES];
-        for (int l = 0; l < GLOBAL_LANES; l++) part[l] = is_max ? plane[0] : 0.0f;
-        int64_t i = 0;
-        if (is_max)
-            for (; i + GLOBAL_LANES <= size; i += GLOBAL_LANES)
-                for (int l = 0; l < GLOBAL_LANES; l++) part[l] = max_or_nan(plane[i + l], part[l]);
-        else
-            for (; i + GLOBAL_LANES <= size; i += GLOBAL_LANES)
-                for (int l = 0; l < GLOBAL_LANES; l++) part[l] += plane[i + l];
-        float acc = part[0];
-        for (int l = 1; l < GLOBAL_LANES; l++) acc = is_max ? max_or_nan(part[l], acc) : acc + part[l];
-        for (; i < size; i++) acc = is_max ? max_or_nan(plane[i], acc) : acc + plane[i];
-        out[q] = is_max ? acc : acc / (float)size;
-    }
-}
-
 /* One output column's window along the width: its first input column, its kernel columns inside the input
    [lo, hi) and the count inside the padded input. */
 typedef struct {
@@ -448,6 +421,18 @@ static void pool_output_row(const pool_geometry *g, const pool_layout *l, pool_w
     }
 }
 
+#ifndef __wasm__
+/* Whether a 2-D max pool's windows tile its input (ep_max_pool_tiles): kernel = stride, undilated, unpadded. Not in
+   the wasm core, for the page's bytes (PP-OCR rec's threaded page is within 1 KB of its budget). */
+static int tiles_exactly(const pool_geometry *g, const pool_layout *l, const ep_tensor *y) {
+    for (int i = 0; i < 2; i++)
+        if (g->kernel[i] != g->stride[i] || g->dilation[i] != 1 || g->begin[i] || g->end[i] ||
+            y->dims[2 + i] * g->kernel[i] > l->size[i])
+            return 0;
+    return g->kind == KIND_MAX;
+}
+#endif
+
 static ep_status run_pool(const ep_node *n, const ep_context *c) {
     (void)c;
     const ep_tensor *x = n->in[0], *y = n->out[0];
@@ -457,12 +442,19 @@ static ep_status run_pool(const ep_node *n, const ep_context *c) {
     layout_of(x, g.nd, &l);
     int64_t planes = x->dims[0] * x->dims[1], outputs = y->count / (planes ? planes : 1);
     if (n->n_out == 1 && is_global(&g, &l, y)) {
-        global_pool(g.kind == KIND_MAX, (const float *)x->data, (float *)y->data, planes, l.plane);
+        ep_global_pool(g.kind == KIND_MAX, (const float *)x->data, (float *)y->data, planes, l.plane);
         return EP_OK;
     }
 #ifndef __wasm__
     if (n->n_out == 1 && g.nd == 2 && x->dtype == EP_F32 && separable_max(&g, &l)) {
         max_pool_separable(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);
+        return EP_OK;
+    }
+#endif
+#ifndef __wasm__
+    if (n->n_out == 1 && g.nd == 2 && x->dtype == EP_F32 && tiles_exactly(&g, &l, y)) {
+        ep_max_pool_tiles((const float *)x->data, (float *)y->data, planes, l.size[0], l.size[1], g.kernel[0],
+                          g.kernel[1], y->dims[2], y->dims[3]);
         return EP_OK;
     }
 #endif

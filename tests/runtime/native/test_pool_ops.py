@@ -117,6 +117,28 @@ def test_global_max_keeps_a_nan_of_any_lane() -> None:
     assert np.isnan(ours[0]) and np.isnan(ours[1]) and ours[2] == x[0, 2].max()
 
 
+TILING = [([2, 2], [1, 3, 10, 34]), ([1, 2], [2, 4, 5, 16]), ([3, 3], [1, 2, 11, 17]), ([2, 1], [1, 3, 9, 7])]
+"""Max pools whose windows tile the plane (kernel = stride: pool_planes.c): 2x2 and 1x2 (pairs of columns), 3x3 and 2x1
+(any other width), over planes whose last rows and columns no window reaches."""
+
+
+@pytest.mark.parametrize(("kernel", "shape"), TILING, ids=[f"{k[0]}x{k[1]}" for k, _ in TILING])
+def test_max_pool_windows_that_tile_the_plane(kernel: list[int], shape: list[int]) -> None:
+    """Against onnxruntime; then with a NaN in one window, that window's output is NaN (the general path's rule, which
+    onnxruntime's kernels follow for some window sizes and not others) and the others are unchanged."""
+    x = floats(*shape)
+    model = pool_model("MaxPool", x, 1, kernel_shape=kernel, strides=kernel)
+    session = PROVIDERS["cpu"].compile(model, {})
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    np.testing.assert_array_equal(session.run({"x": x})["y"], expected)
+    x[0, 0, 1, 3] = np.nan
+    with_nan = session.run({"x": x})["y"]
+    window = (0, 0, 1 // kernel[0], 3 // kernel[1])
+    assert np.isnan(with_nan[window])
+    with_nan[window] = expected[window]
+    np.testing.assert_array_equal(with_nan, expected)
+
+
 @pytest.mark.parametrize("order", [0, 1])
 @pytest.mark.parametrize("shape, geometry", [
     ((2, 3, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),

@@ -214,8 +214,8 @@ static void widen_panel(const int8_product *m, int64_t p, int16_t *pairs) {
         hi##r = _mm256_add_epi32(hi##r, _mm256_madd_epi16(a, b1));                                                  \
     }
 
-/* Rows [i, i + rows) of columns [16 s, 16 s + 16) of panel p's output, on int16 pairs: the sums of each row into
-   `sums` (its 32 columns, the other half left as it is). */
+/* Rows [i, i + rows) of a panel's columns [16 s, 16 s + 16), on int16 pairs: each row's int32 sums into `sums`
+   (a row of the panel's 32 columns, the other half left as it is; rows past `rows` repeat the last one). */
 static void pair_tile(const int16_t *x, int64_t padded, const int16_t *pairs, int64_t i, int64_t rows, int s,
                       int32_t sums[PAIR_MR][PANEL]) {
     const int16_t *xrow[PAIR_MR];

@@ -142,6 +142,10 @@ class Lowering:
         self.ops.append(Op(kind, indices, [o.index for o in outputs], list(params)))
         self.scratch = max(self.scratch, scratch)
 
+    def writer(self, index: int) -> Op | None:
+        """The op emitted last that writes tensor `index`, or None."""
+        return next((op for op in reversed(self.ops) if index in op.outputs), None)
+
     def alias(self, name: str, source: Runtime, shape: Sequence[int]) -> Runtime:
         """A reshape of `source` that shares its buffer."""
         out = self.arena(name, source.dtype, shape)

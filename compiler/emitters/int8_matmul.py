@@ -45,7 +45,7 @@ def lower_int8_matmul(lw: Lowering, x: Any, weight: Any, out: Runtime) -> bool:
     if not lw.packed_weights or not isinstance(x, Runtime) or not isinstance(weight, Quantized) or \
             weight.dtype != "float32" or (scales := column_scales(weight)) is None:
         return False
-    round_trip = next((op for op in reversed(lw.ops) if x.index in op.outputs), None)
+    round_trip = lw.writer(x.index)
     if round_trip is None or round_trip.kind != "Quantize" or round_trip.params[0] != ROUND_TRIP:
         return False
     source, x_scale, x_zero = (Runtime(i, lw.tensors[i].dtype, lw.tensors[i].shape) for i in round_trip.inputs)

@@ -49,7 +49,7 @@ def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
     if not isinstance(x, Runtime) or zero is None or isinstance(scale, Runtime) or isinstance(zero, Runtime) or \
             np.size(scale) != 1 or np.asarray(zero).dtype.name not in ("int8", "uint8"):
         return False
-    quantize = next((op for op in reversed(lw.ops) if x.index in op.outputs), None)
+    quantize = lw.writer(x.index)
     name = lw.tensors[x.index].name
     if quantize is None or quantize.kind != "Quantize" or quantize.params[::2] != [QUANTIZE, 0] or \
             quantize.outputs != [x.index] or len(quantize.inputs) < 3 or quantize.inputs[2] is None or \

@@ -142,7 +142,7 @@ def _fusing_producer(lw: Lowering, source: Value) -> epk.Op | None:
     once (by the node being lowered, so no op between them reads it) and no graph output."""
     if not isinstance(source, Runtime):
         return None
-    producer = next((op for op in reversed(lw.ops) if source.index in op.outputs), None)
+    producer = lw.writer(source.index)
     name = lw.tensors[source.index].name
     if producer is None or producer.kind not in ACTIVATION_PARAM or producer.outputs != [source.index]:
         return None

@@ -451,15 +451,14 @@ static ep_status run_pool(const ep_node *n, const ep_context *c) {
         return EP_OK;
     }
 #endif
-#ifndef __wasm__
-    if (n->n_out == 1 && g.nd == 2 && x->dtype == EP_F32 && tiles_exactly(&g, &l, y)) {
-        ep_max_pool_tiles((const float *)x->data, (float *)y->data, planes, l.size[0], l.size[1], g.kernel[0],
-                          g.kernel[1], y->dims[2], y->dims[3]);
-        return EP_OK;
-    }
-#endif
     if (n->n_out == 1 && g.nd == 2 && g.kind != KIND_LP && x->dtype == EP_F32) {
-        pool_2d_f32(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);
+#ifndef __wasm__
+        if (tiles_exactly(&g, &l, y))
+            ep_max_pool_tiles((const float *)x->data, (float *)y->data, planes, l.size[0], l.size[1], g.kernel[0],
+                              g.kernel[1], y->dims[2], y->dims[3]);
+        else
+#endif
+            pool_2d_f32(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);
         return EP_OK;
     }
     int last = g.nd - 1;

@@ -35,6 +35,10 @@ static inline int64_t padded_extent(int64_t out, int64_t stride, int64_t kernel,
     return reach > pad + in ? reach : pad + in;
 }
 
+/* Everything of a plane of hp x wp floats but rows [pt, pt + h) by columns [pl, pl + w) zeroed: the padding around
+   an input the caller copies in. */
+void ep_zero_border(float *plane, int64_t hp, int64_t wp, int64_t pt, int64_t pl, int64_t h, int64_t w);
+
 /* `planes` input planes of x copied into padded (planes of hp x wp, the input at row pt and column pl), the rest of
    its padded_floats zeroed (each float written once). */
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,

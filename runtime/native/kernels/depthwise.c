@@ -70,20 +70,6 @@ static void interleave_planes(const conv_shape *s, const float *x, int64_t lanes
     }
 }
 
-/* The zero padding around the input in the interleaved block `in` (rows x cols positions of DW_LANES floats, at
-   least the input's and its top and left padding): the rows above and below it, and the columns left and right of
-   each of its rows; interleave_planes writes the rest. */
-static void zero_border(const conv_shape *s, int64_t rows, int64_t cols, float *in) {
-    size_t row = (size_t)(cols * DW_LANES) * sizeof(float), position = DW_LANES * sizeof(float);
-    int64_t below = s->pt + s->h, right = s->pl + s->w;
-    ep_memset(in, 0, (size_t)s->pt * row);
-    ep_memset(in + below * cols * DW_LANES, 0, (size_t)(rows - below) * row);
-    for (int64_t r = s->pt; r < below; r++) {
-        ep_memset(in + r * cols * DW_LANES, 0, (size_t)s->pl * position);
-        ep_memset(in + (r * cols + right) * DW_LANES, 0, (size_t)(cols - right) * position);
-    }
-}
-
 /* The first `lanes` lanes of the interleaved outputs `out` (ohw positions) into their planes at y: 4 lanes by 4
    positions a step, the lanes past the last 4 one by one. */
 static void deinterleave_planes(const float *out, int64_t lanes, int64_t ohw, float *y) {
@@ -144,7 +130,7 @@ __attribute__((noinline)) static void depthwise_lanes(const conv_shape *s, const
     int64_t lanes = s->c - c0 < DW_LANES ? s->c - c0 : DW_LANES;
     float *in = scratch, *weights = in + rows * cols * DW_LANES, *out = weights + taps * DW_LANES;
     if (lanes < DW_LANES) ep_memset(in, 0, (size_t)(rows * cols * DW_LANES) * sizeof(float));
-    else zero_border(s, rows, cols, in);
+    else ep_zero_border(in, rows, cols * DW_LANES, s->pt, s->pl * DW_LANES, s->h, s->w * DW_LANES);
     interleave_planes(s, x + c0 * s->h * s->w, lanes, cols, in);
     for (int64_t t = 0; t < taps; t++)
         for (int64_t l = 0; l < DW_LANES; l++) weights[t * DW_LANES + l] = l < lanes ? w[(c0 + l) * taps + t] : 0.0f;

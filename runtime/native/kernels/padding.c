@@ -53,19 +53,24 @@ void ep_deinterleave(const float *src, int64_t n, float *even, float *odd) {
     }
 }
 
+void ep_zero_border(float *plane, int64_t hp, int64_t wp, int64_t pt, int64_t pl, int64_t h, int64_t w) {
+    size_t row = (size_t)wp * sizeof(float);
+    ep_memset(plane, 0, (size_t)pt * row);
+    for (int64_t r = pt; r < pt + h; r++) {
+        zero_floats(plane + r * wp, pl);
+        zero_floats(plane + r * wp + pl + w, wp - pl - w);
+    }
+    ep_memset(plane + (pt + h) * wp, 0, (size_t)(hp - pt - h) * row);
+}
+
 void ep_zero_padded(const conv_shape *s, const float *x, int64_t planes, int64_t hp, int64_t wp, float *padded,
                     size_t padded_floats) {
-    size_t row = (size_t)wp * sizeof(float), written = (size_t)(planes * hp * wp);
+    size_t written = (size_t)(planes * hp * wp);
     for (int64_t c = 0; c < planes; c++) {
         float *plane = padded + c * hp * wp;
-        ep_memset(plane, 0, (size_t)s->pt * row);
-        for (int64_t r = 0; r < s->h; r++) {
-            float *line = plane + (s->pt + r) * wp;
-            zero_floats(line, s->pl);
-            ep_memcpy(line + s->pl, x + (c * s->h + r) * s->w, (size_t)s->w * sizeof(float));
-            zero_floats(line + s->pl + s->w, wp - s->pl - s->w);
-        }
-        ep_memset(plane + (s->pt + s->h) * wp, 0, (size_t)(hp - s->pt - s->h) * row);
+        ep_zero_border(plane, hp, wp, s->pt, s->pl, s->h, s->w);
+        for (int64_t r = 0; r < s->h; r++)
+            ep_memcpy(plane + (s->pt + r) * wp + s->pl, x + (c * s->h + r) * s->w, (size_t)s->w * sizeof(float));
     }
     if (padded_floats > written) ep_memset(padded + written, 0, (padded_floats - written) * sizeof(float));
 }

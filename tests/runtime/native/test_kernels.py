@@ -45,7 +45,7 @@ CONVS = [  # (channels in, out, group, kernel, strides, pads, dilations, size)
 output columns run a block of channels at a time with one channel per lane (3x3 with stride 2 down to 12 columns
 and, unpadded, to 5; 5x5 with stride 2 down to 9; 5x5 over 12 columns and 3x3 over 7; 20 and 12 channels leave a
 partial block of 16 lanes); the others (3x3 planes of 22, 73 and 40 columns, 5x5 over 20, a dilated 3x3 over 18,
-5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the largest in two
+5x5 with stride 2 over 67 columns) one plane at a time on bands of zero-padded input rows, the largest in several
 bands. The narrow two (at most 10 output positions and under a panel's columns, two panels' worth of output
 channels per group or more) have odd K, rows and positions that leave partial blocks."""
 
@@ -91,11 +91,11 @@ DEPTHWISE_BANDS = [  # (channels, kernel h, kernel w, stride h, stride w, pad, d
     (4, 3, 3, 1, 1, 2, 2, 17, 66), (3, 7, 7, 2, 2, 3, 1, 30, 45), (4, 3, 3, 2, 2, 1, 1, 9, 19),
     (5, 3, 3, 2, 2, 0, 1, 30, 41), (2, 3, 3, 2, 2, 1, 2, 31, 70),
 ]
-"""Depthwise planes on bands of zero-padded input rows: one and two bands of 3x3 with stride 1 (unrolled, two rows
-a step) and stride 2 (its nine taps at fixed offsets: padded, unpadded over 20 columns, and dilated, which goes over
-tap offsets), 5x5 over an odd count of rows (the last one over tap offsets), strides of 2 by 1 and 3 by 3 (its rows
-split into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10 output columns (under a
-vector: through the scratch)."""
+"""Depthwise planes on bands of zero-padded input rows: one and several bands of 3x3 with stride 1 (unrolled, two rows a
+step) and stride 2 (its nine taps at fixed offsets: padded, unpadded over 20 columns, and dilated, which goes over tap
+offsets), 5x5 over an odd count of rows (the last one over tap offsets), strides of 2 by 1 and 3 by 3 (its rows split
+into three column phases one by one), a 3x5 kernel, a dilated one, 7x7, and 10 output columns (under a vector:
+through the scratch)."""
 
 
 def depthwise_case(case: tuple[int, ...]) -> tuple[onnx.ModelProto, np.ndarray]:
@@ -127,19 +127,22 @@ def test_depthwise_lanes(case: tuple[int, ...]) -> None:
     check(*depthwise_case(case))
 
 
-def test_depthwise_lanes_after_an_op_that_fills_the_scratch() -> None:
-    """A block of 16 lanes zeroes only the padding around its interleaved input: after a conv whose packed panels
-    filled the same scratch with other values, the padding must still read as zeros (3x3, pads 1, 32 channels)."""
-    rng = np.random.default_rng(21)
+@pytest.mark.parametrize(("width", "stride"), [(14, 1), (40, 1), (41, 2)])
+def test_depthwise_after_an_op_that_fills_the_scratch(width: int, stride: int) -> None:
+    """Depthwise convs zero only the padding around their input in the scratch (a block of 16 lanes around its
+    interleaved input; bands once for all their planes, then only the input's floats of each row): after a conv
+    whose packed panels filled the same scratch with other values, the padding must still read as zeros (3x3, pads
+    1, 32 channels; 14 columns run in lanes, 40 on bands with stride 1, 41 on bands with stride 2)."""
+    rng = np.random.default_rng(21 + width)
     constants = {"w": rng.standard_normal((32, 16, 3, 3)).astype(np.float32),
                  "dw": rng.standard_normal((32, 1, 3, 3)).astype(np.float32)}
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
-             helper.make_node("Conv", ["c", "dw"], ["y"], pads=[1] * 4, group=32)]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 14])],
+             helper.make_node("Conv", ["c", "dw"], ["y"], pads=[1] * 4, group=32, strides=[stride, stride])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, width])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(v, k) for k, v in constants.items()])
     check(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]),
-          rng.standard_normal((1, 16, 12, 14)).astype(np.float32))
+          rng.standard_normal((1, 16, 12, width)).astype(np.float32))
 
 
 def test_depthwise_planes_run_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:

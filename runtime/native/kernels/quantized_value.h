@@ -17,13 +17,22 @@ static inline float quantized_value(float x, float scale, float zero, float low,
     return v < low ? low : (v > high ? high : v);
 }
 
-/* The round trip (QuantizeLinear then DequantizeLinear, one scale and an int8 or uint8 zero point) of count floats:
-   the byte less the zero point, times the scale, as DequantizeLinear gives it (the difference of two integers below
-   2^24 is exact in float32). */
+/* The round trip (QuantizeLinear then DequantizeLinear, one scale and an int8 or uint8 zero point) of x, as
+   DequantizeLinear gives it: x / scale clamped into [low - zero, high - zero] (NaN to the low end), rounded half to
+   even, times the scale. That is quantized_value less the zero point (the bounds are integers, so clamping before
+   rounding gives the same), in half its vector instructions. */
+static inline float round_trip_value(float x, float scale, float low, float high) {
+    float v = x / scale;
+    v = v >= low ? v : low;
+    v = v <= high ? v : high;
+    return ((v + ROUND_MAGIC) - ROUND_MAGIC) * scale;
+}
+
+/* round_trip_value of count floats, with an int8 (is_signed) or uint8 zero point. */
 static inline void ep_round_trip_per_tensor(const float *x, float *y, int is_signed, int64_t count, float scale,
                                             float zero) {
-    float low = is_signed ? -128.0f : 0.0f, high = is_signed ? 127.0f : 255.0f;
-    for (int64_t i = 0; i < count; i++) y[i] = (quantized_value(x[i], scale, zero, low, high) - zero) * scale;
+    float low = (is_signed ? -128.0f : 0.0f) - zero, high = (is_signed ? 127.0f : 255.0f) - zero;
+    for (int64_t i = 0; i < count; i++) y[i] = round_trip_value(x[i], scale, low, high);
 }
 
 #endif

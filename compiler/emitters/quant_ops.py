@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from edgepack.runtime.native.epk import Tensor
+from edgepack.runtime.native.epk import ACTIVATIONS, ARENA, F32, Tensor
 
 from ..values import DEQUANTIZE, DYNAMIC, QUANTIZE, ROUND_TRIP, Runtime, attributes
 from . import dtype_of, emitter, shape_of, unsupported
 from .nn_ops import _kernel2d, _spatial_params
+from .tensor_ops import ACTIVATION_PARAM, _fusing_producer
 
 if TYPE_CHECKING:
     from ..lower import Lowering
@@ -34,6 +35,7 @@ def emit_linear_quantization(lw: Lowering, node: onnx.NodeProto, inputs: list[An
         raise unsupported(node, "per-axis scales must be 1-D")
     if node.op_type == "DequantizeLinear" and block == 0 and _round_trip(lw, x, scale, _optional(inputs, 2)):
         lw.tensors[x.index] = Tensor(node.output[0], "float32", x.shape)
+        _fold_into_producer(lw, x)
         return [Runtime(x.index, "float32", x.shape)]
     out, = lw.outputs(node, inputs)
     mode = QUANTIZE if node.op_type == "QuantizeLinear" else DEQUANTIZE
@@ -62,6 +64,27 @@ def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
         return False
     quantize.params[0] = ROUND_TRIP
     return True
+
+
+def _fold_into_producer(lw: Lowering, x: Runtime) -> None:
+    """The round trip that writes x made the activation of the Conv, ConvTranspose, Gemm or product that wrote its
+    input, when that op has none yet and the input no other reader (a QDQ model's pair after every product): the
+    round trip's op becomes a Copy whose output shares that op's buffer, and no pass over the values is left."""
+    quantize = lw.writer(x.index)
+    assert quantize is not None
+    source = quantize.inputs[0]
+    held = lw.tensors[source] if source is not None else None
+    if held is None or held.dtype != "float32" or held.location != ARENA:
+        return
+    producer = _fusing_producer(lw, Runtime(source, held.dtype, held.shape))
+    if producer is None or producer.params[ACTIVATION_PARAM[producer.kind]] != ACTIVATIONS["None"]:
+        return
+    scale, zero = (lw.tensors[i].data for i in quantize.inputs[1:3])
+    kind = "RoundTripI8" if zero.dtype == np.int8 else "RoundTripU8"
+    act = ACTIVATION_PARAM[producer.kind]
+    producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(scale.reshape(())), F32(zero.reshape(()))]
+    quantize.kind, quantize.inputs, quantize.params = "Copy", [source], []
+    lw.aliases[x.index] = source
 
 
 @emitter("DynamicQuantizeLinear")

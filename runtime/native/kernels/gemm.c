@@ -1,5 +1,6 @@
 /* Packing and the register-blocked micro-kernel shared by every matrix-product kernel. */
 #include "gemm.h"
+#include "quantized_value.h"
 #include "vector_math.h"
 
 float ep_activate(int32_t act, float x, float a, float b) {
@@ -19,6 +20,11 @@ float ep_activate(int32_t act, float x, float a, float b) {
     case EP_ACT_LEAKY_RELU: return x < 0.0f ? a * x : x;
     case EP_ACT_SIGMOID: return ep_sigmoidf(x);
     case EP_ACT_SWISH: return x * ep_sigmoidf(x);
+    case EP_ACT_ROUND_TRIP_U8:
+    case EP_ACT_ROUND_TRIP_I8: {
+        float low = (act == EP_ACT_ROUND_TRIP_I8 ? -128.0f : 0.0f) - b;
+        return round_trip_value(x, a, low, low + 255.0f);
+    }
     }
     return x;
 }
@@ -90,6 +96,10 @@ void ep_activate_row(int32_t act, const float *x, float *y, int64_t n, float a, 
     case EP_ACT_SIGMOID:
     case EP_ACT_SWISH:
         sigmoid_row(x, y, n, act == EP_ACT_SWISH);
+        return;
+    case EP_ACT_ROUND_TRIP_U8:
+    case EP_ACT_ROUND_TRIP_I8:
+        ep_round_trip_per_tensor(x, y, act == EP_ACT_ROUND_TRIP_I8, n, a, b);
         return;
     default:
         for (int64_t i = 0; i < n; i++) y[i] = ep_activate(act, x[i], a, b);

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from edgepack.runtime.native.epk import ACTIVATIONS, ARENA, F32, Tensor
+from edgepack.runtime.native.epk import ACTIVATIONS, ARENA, F32, UNARY, Tensor
 
 from ..values import DEQUANTIZE, DYNAMIC, QUANTIZE, ROUND_TRIP, Runtime, attributes
 from . import dtype_of, emitter, shape_of, unsupported
@@ -66,18 +66,38 @@ def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
     return True
 
 
+ACTIVATIONS_BEFORE_A_ROUND_TRIP = {UNARY[name]: name for name in
+                                   ("HardSwish", "Sigmoid", "Swish", "HardSigmoid", "LeakyRelu", "Clip")}
+"""The Unary kinds a round trip takes in as its activation (by kind, their name): those that compute as the fused
+activation does (Unary Relu keeps NaN, the activation gives 0)."""
+
+
 def _fold_into_producer(lw: Lowering, x: Runtime) -> None:
-    """The round trip that writes x made the activation of the Conv, ConvTranspose, Gemm or product that wrote its
-    input, when that op has none yet and the input no other reader (a QDQ model's pair after every product): the
-    round trip's op becomes a Copy whose output shares that op's buffer, and no pass over the values is left."""
+    """The round trip that writes x folded into the op that wrote its input, when the input has no other reader (a
+    QDQ model's pairs after every product and activation): after a Conv, ConvTranspose, Gemm or product with no
+    activation yet, it becomes that op's activation and its own op a Copy whose output shares that op's buffer; after
+    a Unary HardSwish, Sigmoid, Swish, HardSigmoid, LeakyRelu or Clip, that activation becomes the round trip's own,
+    applied as it reads the Unary's input, and the Unary a Copy. Either way one pass over the values is left."""
     quantize = lw.writer(x.index)
     assert quantize is not None
     source = quantize.inputs[0]
     held = lw.tensors[source] if source is not None else None
     if held is None or held.dtype != "float32" or held.location != ARENA:
         return
-    producer = _fusing_producer(lw, Runtime(source, held.dtype, held.shape))
-    if producer is None or producer.params[ACTIVATION_PARAM[producer.kind]] != ACTIVATIONS["None"]:
+    producer = _fusing_producer(lw, Runtime(source, held.dtype, held.shape), (*ACTIVATION_PARAM, "Unary"))
+    if producer is None:
+        return
+    if producer.kind == "Unary":
+        kind = ACTIVATIONS_BEFORE_A_ROUND_TRIP.get(producer.params[0])
+        unary_input = producer.inputs[0]
+        if kind is None or unary_input is None or lw.tensors[unary_input].location != ARENA:
+            return
+        quantize.inputs[0] = unary_input
+        quantize.params += [ACTIVATIONS[kind], *producer.params[1:3]]
+        producer.kind, producer.params = "Copy", []
+        lw.aliases[source] = unary_input
+        return
+    if producer.params[ACTIVATION_PARAM[producer.kind]] != ACTIVATIONS["None"]:
         return
     scale, zero = (lw.tensors[i].data for i in quantize.inputs[1:3])
     kind = "RoundTripI8" if zero.dtype == np.int8 else "RoundTripU8"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -137,14 +138,15 @@ ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 
 """The ops with a fused activation, and where it sits in their parameters (then its a and b)."""
 
 
-def _fusing_producer(lw: Lowering, source: Value) -> epk.Op | None:
-    """The Conv, Gemm, PackedMatMul or Int8MatMul that wrote `source`, when `source` is its only output, read only
-    once (by the node being lowered, so no op between them reads it) and no graph output."""
+def _fusing_producer(lw: Lowering, source: Value, kinds: Iterable[str] = ACTIVATION_PARAM) -> epk.Op | None:
+    """The op of one of `kinds` (by default the Conv, Gemm, PackedMatMul or Int8MatMul) that wrote `source`, when
+    `source` is its only output, read only once (by the node being lowered, so no op between them reads it) and no
+    graph output."""
     if not isinstance(source, Runtime):
         return None
     producer = lw.writer(source.index)
     name = lw.tensors[source.index].name
-    if producer is None or producer.kind not in ACTIVATION_PARAM or producer.outputs != [source.index]:
+    if producer is None or producer.kind not in kinds or producer.outputs != [source.index]:
         return None
     if lw.uses.get(name, 0) != 1 or name in lw.graph_outputs:
         return None

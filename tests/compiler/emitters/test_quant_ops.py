@@ -131,3 +131,52 @@ def test_a_round_trip_after_a_fused_activation_stays_its_own_pass() -> None:
     for model in (relu, shared):
         assert [op.params[0] for op in lower_to_plan(model, {"x": [1, 6, 13, 17]}).ops
                 if op.kind == "Quantize"] == [ROUND_TRIP]
+
+
+ACTIVATIONS_BETWEEN = {"HardSwish": {}, "Sigmoid": {}, "HardSigmoid": {"alpha": 0.3, "beta": 0.4},
+                       "LeakyRelu": {"alpha": 0.2}, "Clip": {}, "Relu": {}}
+"""Activations between two pairs; Clip takes its bounds as inputs. Relu stays a Unary of its own (it keeps NaN)."""
+
+
+def activation_between_pairs(activation: str, also_output: bool) -> onnx.ModelProto:
+    """x through a pair, the activation, and a second pair (its scale and int8 zero point apart from the first's);
+    with `also_output` the activation's result is a graph output too, so nothing folds into the second pair."""
+    constants = [numpy_helper.from_array(np.array(0.03, np.float32), "s1"),
+                 helper.make_tensor("z1", TensorProto.UINT8, [], [120]),
+                 numpy_helper.from_array(np.array(0.011, np.float32), "s2"),
+                 helper.make_tensor("z2", TensorProto.INT8, [], [-20]),
+                 numpy_helper.from_array(np.array(-0.5, np.float32), "low"),
+                 numpy_helper.from_array(np.array(1.5, np.float32), "high")]
+    bounds = ["low", "high"] if activation == "Clip" else []
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
+             helper.make_node(activation, ["d1", *bounds], ["a"], **ACTIVATIONS_BETWEEN[activation]),
+             helper.make_node("QuantizeLinear", ["a", "s2", "z2"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["y"])]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ["y", "a"][:1 + also_output]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)], outputs,
+                              constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS_BETWEEN)
+def test_a_round_trip_takes_in_the_activation_before_it(activation: str) -> None:
+    """The second pair reads the first's result and applies the activation itself, a block at a time, and the
+    Unary becomes a Copy: the same floats, bit for bit, as the Unary then the round trip (the model whose activation
+    is also an output keeps them apart), and onnxruntime's within one step of the second scale."""
+    model = activation_between_pairs(activation, False)
+    ops = lower_to_plan(model, {"x": SHAPE}).ops
+    if activation == "Relu":
+        assert [op.kind for op in ops] == ["Quantize", "Unary", "Quantize"]
+        return
+    assert [op.kind for op in ops] == ["Quantize", "Copy", "Quantize"]
+    assert ops[2].params[3] == ACTIVATIONS[activation] and ops[2].inputs[0] == ops[0].outputs[0]
+    apart = lower_to_plan(activation_between_pairs(activation, True), {"x": SHAPE}).ops
+    assert [op.kind for op in apart] == ["Quantize", "Unary", "Quantize"]
+    x = np.random.default_rng(7).uniform(-4, 4, SHAPE).astype(np.float32)
+    x[0, :3] = [np.nan, np.inf, -np.inf]
+    folded = PROVIDERS["cpu"].compile(model, {}).run({"x": x})["y"]
+    unfolded = PROVIDERS["cpu"].compile(activation_between_pairs(activation, True), {}).run({"x": x})["y"]
+    assert np.array_equal(folded, unfolded)
+    expected = run_onnxruntime(model, {"x": x})["y"]
+    assert np.max(np.abs(folded - expected)) <= 0.011 * 1.001

@@ -1,5 +1,5 @@
 /* QuantizeLinear of one float with one scale and zero point, and the float round trip of a QDQ pair, shared by
-   Quantize and Int8MatMul (which must give the same bytes and floats). */
+   Quantize, Int8MatMul and the products' fused round trip (which must give the same bytes and floats). */
 #ifndef EP_QUANTIZED_VALUE_H
 #define EP_QUANTIZED_VALUE_H
 
@@ -18,9 +18,9 @@ static inline float quantized_value(float x, float scale, float zero, float low,
 }
 
 /* The round trip (QuantizeLinear then DequantizeLinear, one scale and an int8 or uint8 zero point) of x, as
-   DequantizeLinear gives it: x / scale clamped into [low - zero, high - zero] (NaN to the low end), rounded half to
-   even, times the scale. That is quantized_value less the zero point (the bounds are integers, so clamping before
-   rounding gives the same), in half its vector instructions. */
+   DequantizeLinear gives it: x / scale clamped into [low, high], the dtype's bounds less the zero point (NaN to low),
+   rounded half to even, times the scale. That is quantized_value less the zero point (the bounds are integers, so
+   clamping before rounding gives the same), in half its vector instructions. */
 static inline float round_trip_value(float x, float scale, float low, float high) {
     float v = x / scale;
     v = v >= low ? v : low;

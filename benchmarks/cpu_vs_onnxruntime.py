@@ -1,7 +1,7 @@
 """The `cpu` provider (edgepack's C runtime core, host build, through ctypes) against onnxruntime on the CPU.
 
     python benchmarks/cpu_vs_onnxruntime.py [--blocks 9] [--block-ms 400] [--warmup 2] [--seed 0] [--threads 1]
-                                            [--march native] [--no-memory] [--no-openvino] [model ...]
+                                            [--march native] [--qdq] [--no-memory] [--no-openvino] [model ...]
 
 Models: ppocr-det at 1x3x640x640, ppocr-rec at 1x3x48x320, ppocr-cls at 1x3x48x192 and silero-vad (a 512-sample
 chunk at 16 kHz), each slimmed as a build slims it; the inputs are `samples.feeds(name, --seed)` (synthetic text
@@ -19,6 +19,11 @@ INFERENCE_NUM_THREADS N; the compute floor is then the products at N times the o
 march: the C core is the `cpu` provider's host library, -march=native. With --march x86-64-v3 it is compiled for
 AVX2/FMA instead (the kernel selection table's avx2 kind), while onnxruntime and OpenVINO keep the kernels they pick
 for this CPU: on an AVX-512 machine that is a pessimistic stand-in for an AVX2 machine (the peers keep AVX-512).
+
+qdq: with --qdq every side runs the slimmed model as onnxruntime's `quantize_static` writes it in QDQ form (int8
+weights, a scale per output channel from opset 13; uint8 activations calibrated on the inputs and three shifted
+copies), as users who quantize with onnxruntime's tools ship it. onnxruntime may run such convs in int8 (QLinearConv)
+and round some outputs a step of the output's scale apart from the QDQ model's own values, which the C core gives.
 
 latency: one call is `run(feeds)` from Python on either side (inputs copied in, outputs copied out: onnxruntime's
 `InferenceSession.run` and `NativeSession.run` both do). The two sides are timed in this process in --blocks
@@ -127,11 +132,36 @@ def serialized(model: onnx.ModelProto) -> bytes:
     return copy.SerializeToString()
 
 
-def load_case(name: str, seed: int) -> Case:
+def load_case(name: str, seed: int, qdq: bool = False) -> Case:
     model = slim(check_model(load_model(samples.path(name)).model, name))[0]
     feeds = samples.feeds(name, seed)
+    if qdq:
+        model = qdq_quantized(model, feeds)
     plan = lower_to_plan(model, {key: value.shape for key, value in feeds.items()})
     return Case(name, serialized(model), epk.write(plan), feeds, product_flops(plan))
+
+
+def qdq_quantized(model: onnx.ModelProto, feeds: Feeds) -> onnx.ModelProto:
+    """`model` as onnxruntime's `quantize_static` writes it in QDQ form: int8 weights (a scale per output channel
+    from opset 13, where DequantizeLinear takes an axis), uint8 activations calibrated on `feeds` and three copies
+    shifted by 1%, 2% and 3% of their spread."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Samples(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = [{key: (value + np.float32(0.01 * i) * np.ptp(value)).astype(value.dtype)
+                          if value.dtype == np.float32 else value for key, value in feeds.items()} for i in range(4)]
+
+        def get_next(self) -> Feeds | None:
+            return self.left.pop(0) if self.left else None
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    with tempfile.TemporaryDirectory() as folder:
+        source, quantized = Path(folder) / "model.onnx", Path(folder) / "qdq.onnx"
+        source.write_bytes(serialized(model))
+        quantize_static(str(source), str(quantized), Samples(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=opset >= 13)
+        return onnx.load(quantized)
 
 
 def product_flops(plan: epk.Plan) -> float:
@@ -361,19 +391,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads of every side (default: 1, the headline)")
     parser.add_argument("--march", default="native",
                         help="the C core's -march (default: native; x86-64-v3: the AVX2/FMA kind)")
+    parser.add_argument("--qdq", action="store_true",
+                        help="every side runs the model as onnxruntime's quantize_static writes it in QDQ form")
     args = parser.parse_args()
     if args.threads < 1:
         parser.error("--threads must be 1 or more")
 
     console = Console(width=200)
     core = None if args.march == "native" else shared_library(args.march)
-    cases = [load_case(name, args.seed) for name in args.names]
+    cases = [load_case(name, args.seed, args.qdq) for name in args.names]
     for case in cases:
         case.threads, case.core = args.threads, core
     diffs = {case.name: max_abs_diff(case) for case in cases}
     if not args.no_memory:
         measure_memory(cases, args.warmup + 1)
-    peers = f"C core -march={args.march} ({core_kind(args.march)} kind); onnxruntime {ort.__version__}"
+    peers = (f"{'QDQ models (quantize_static); ' if args.qdq else ''}C core -march={args.march} "
+             f"({core_kind(args.march)} kind); onnxruntime {ort.__version__}")
     with tempfile.TemporaryDirectory() as folder:
         if not args.no_openvino and importlib.util.find_spec("openvino"):
             import openvino

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from edgepack.runtime.native.epk import ACTIVATIONS, ARENA, F32, UNARY, Tensor
+from edgepack.runtime.native.epk import ACTIVATIONS, ARENA, UNARY, Tensor
 
 from ..values import DEQUANTIZE, DYNAMIC, QUANTIZE, ROUND_TRIP, Runtime, attributes
 from . import dtype_of, emitter, shape_of, unsupported
 from .nn_ops import _kernel2d, _spatial_params
-from .tensor_ops import ACTIVATION_PARAM, _fusing_producer
+from .tensor_ops import ACTIVATION_PARAM, FUSABLE, _fusing_producer, _set_activation
 
 if TYPE_CHECKING:
     from ..lower import Lowering
@@ -66,10 +66,9 @@ def _round_trip(lw: Lowering, x: Any, scale: Any, zero: Any) -> bool:
     return True
 
 
-ACTIVATIONS_BEFORE_A_ROUND_TRIP = {UNARY[name]: name for name in
-                                   ("HardSwish", "Sigmoid", "Swish", "HardSigmoid", "LeakyRelu", "Clip")}
-"""The Unary kinds a round trip takes in as its activation (by kind, their name): those that compute as the fused
-activation does (Unary Relu keeps NaN, the activation gives 0)."""
+ACTIVATIONS_BEFORE_A_ROUND_TRIP = {UNARY[name]: name for name in FUSABLE - {"Relu"}}
+"""The Unary kinds a round trip takes in as its activation (by kind, their name): the fusable ones that compute as
+the fused activation does (Unary Relu keeps NaN, the activation gives 0)."""
 
 
 def _fold_into_producer(lw: Lowering, x: Runtime) -> None:
@@ -97,12 +96,10 @@ def _fold_into_producer(lw: Lowering, x: Runtime) -> None:
         producer.kind, producer.params = "Copy", []
         lw.aliases[source] = unary_input
         return
-    if producer.params[ACTIVATION_PARAM[producer.kind]] != ACTIVATIONS["None"]:
-        return
     scale, zero = (lw.tensors[i].data for i in quantize.inputs[1:3])
     kind = "RoundTripI8" if zero.dtype == np.int8 else "RoundTripU8"
-    act = ACTIVATION_PARAM[producer.kind]
-    producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(scale.reshape(())), F32(zero.reshape(()))]
+    if not _set_activation(producer, kind, float(scale.reshape(())), float(zero.reshape(()))):
+        return
     quantize.kind, quantize.inputs, quantize.params = "Copy", [source], []
     lw.aliases[x.index] = source
 

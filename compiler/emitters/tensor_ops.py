@@ -157,13 +157,19 @@ def _fuse(lw: Lowering, source: Value, node: onnx.NodeProto, kind: str, a: float
     """Folds the activation into the Conv, Gemm, PackedMatMul or Int8MatMul that wrote `source` when it is that op's
     only reader."""
     producer = _fusing_producer(lw, source)
-    if producer is None:
+    if producer is None or not _set_activation(producer, kind, a, b):
         return False
+    lw.tensors[source.index].name = node.output[0]
+    return True
+
+
+def _set_activation(producer: epk.Op, kind: str, a: float, b: float) -> bool:
+    """Sets the fused activation of `producer` (a Conv, Gemm or product) to `kind` with a and b, where it has none
+    yet; False where it has one."""
     act = ACTIVATION_PARAM[producer.kind]
     if producer.params[act] != ACTIVATIONS["None"]:
         return False
     producer.params[act:act + 3] = [ACTIVATIONS[kind], F32(a), F32(b)]
-    lw.tensors[source.index].name = node.output[0]
     return True
 
 

@@ -22,7 +22,7 @@ float ep_activate(int32_t act, float x, float a, float b) {
     case EP_ACT_SWISH: return x * ep_sigmoidf(x);
     case EP_ACT_ROUND_TRIP_U8:
     case EP_ACT_ROUND_TRIP_I8: {
-        float low = (act == EP_ACT_ROUND_TRIP_I8 ? -128.0f : 0.0f) - b;
+        float low = round_trip_low(act == EP_ACT_ROUND_TRIP_I8, b);
         return round_trip_value(x, a, low, low + 255.0f);
     }
     }

@@ -28,11 +28,14 @@ static inline float round_trip_value(float x, float scale, float low, float high
     return ((v + ROUND_MAGIC) - ROUND_MAGIC) * scale;
 }
 
+/* round_trip_value's low bound for an int8 (is_signed) or uint8 zero point; the high one is 255 above it. */
+static inline float round_trip_low(int is_signed, float zero) { return (is_signed ? -128.0f : 0.0f) - zero; }
+
 /* round_trip_value of count floats, with an int8 (is_signed) or uint8 zero point. */
 static inline void ep_round_trip_per_tensor(const float *x, float *y, int is_signed, int64_t count, float scale,
                                             float zero) {
-    float low = (is_signed ? -128.0f : 0.0f) - zero, high = (is_signed ? 127.0f : 255.0f) - zero;
-    for (int64_t i = 0; i < count; i++) y[i] = round_trip_value(x[i], scale, low, high);
+    float low = round_trip_low(is_signed, zero);
+    for (int64_t i = 0; i < count; i++) y[i] = round_trip_value(x[i], scale, low, low + 255.0f);
 }
 
 #endif

@@ -236,6 +236,13 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
         const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
         if (!direct)
             for (int h = 0; h < EP_GEMM_NR; h += LINE_FLOATS) __builtin_prefetch(bk + PREFETCH_ROWS * b_row + h);
+        else if (i0 == 0) {
+            /* rows in place lie anywhere (a conv's taps over its input planes), more streams than the prefetchers
+               follow: the first tile asks for the next panel's columns of each row, which the next panel then finds
+               in cache (a 3x3 conv of 96 -> 24 channels over 160x160 in PP-OCR det: 29 -> 24 ms, AMD EPYC, AVX2) */
+            for (int h = 0; h < EP_GEMM_NR; h += LINE_FLOATS) __builtin_prefetch(bk + EP_GEMM_NR + h);
+            __builtin_prefetch(bk + 2 * EP_GEMM_NR - 1);
+        }
         ep_v8 bv[EP_GEMM_NV];
         for (int h = 0; h < nv; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;

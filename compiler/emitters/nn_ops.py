@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 
 from edgepack.runtime.native.epk import ACTIVATIONS, F32, REDUCE
-from edgepack.runtime.native.kernel_choice import winograd_may_run
+from edgepack.runtime.native.kernel_choice import winograd_channels, winograd_may_run
 from edgepack.runtime.sliding_windows import same_pads
 
 from ..quantized import Quantized, in_panels
@@ -124,7 +124,7 @@ def winograd_scratch(channels: int, outputs: int, group: int, out: Sequence[int]
             16 * outputs * channels > WINOGRAD_MAX_WEIGHT_FLOATS:
         return 0
     tile_rows, tile_cols = (out[0] + 1) // 2, (out[1] + 1) // 2
-    if not winograd_may_run(min(channels, outputs), tile_rows * tile_cols):
+    if not winograd_may_run(winograd_channels(channels, outputs), tile_rows * tile_cols):
         return 0
     padded = channels * (2 * tile_rows + 2) * 2 * (tile_cols + 1)
     return 4 * (16 * (outputs * channels + (channels + outputs) * WINOGRAD_TILES + 3 * WINOGRAD_SKEW) + padded)

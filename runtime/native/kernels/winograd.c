@@ -12,10 +12,14 @@
 /* Tiles per block: a multiple of every build's NR, so that a block is whole panels. */
 #define WINOGRAD_TILES 64
 
+/* The table's channels for a conv: its input channels (the sum of each of the 16 products), at most twice its
+   output channels (kernel_choice.py's winograd_channels, which says why). */
+static int64_t winograd_channels(const conv_shape *s) { return s->cg < 2 * s->mg ? s->cg : 2 * s->mg; }
+
 int ep_winograd_applies(const conv_shape *s) {
     return s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 && s->group == 1 &&
            16 * s->mg * s->cg <= EP_WINOGRAD_MAX_WEIGHT_FLOATS &&
-           ep_winograd_wins(s->cg < s->mg ? s->cg : s->mg, ((s->oh + 1) / 2) * ((s->ow + 1) / 2));
+           ep_winograd_wins(winograd_channels(s), ((s->oh + 1) / 2) * ((s->ow + 1) / 2));
 }
 
 /* Floats between two of the 16 transformed matrices beyond the matrix itself: matrices a power of two apart would

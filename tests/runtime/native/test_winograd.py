@@ -18,7 +18,12 @@ from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeSession
 from edgepack.runtime.native.build import core_kind, forced_winograd_library, shared_library
-from edgepack.runtime.native.kernel_choice import winograd_everywhere, winograd_may_run, winograd_wins
+from edgepack.runtime.native.kernel_choice import (
+    winograd_channels,
+    winograd_everywhere,
+    winograd_may_run,
+    winograd_wins,
+)
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -31,8 +36,8 @@ CASES = {  # channels in, out, pads (top, left, bottom, right), input h w, batch
     "asymmetric and wide pads": (33, 35, (2, 0, 1, 3), (24, 25), 1, "Relu"),
     "a tile row across blocks": (32, 32, (1, 1, 1, 1), (18, 130), 2, "Sigmoid"),
 }
-"""Each is one the default rule runs through Winograd (32 channels or more each side, 128 tiles of 2x2 outputs or
-more), so that the sanitized runner (a core of no measured kind) takes that path."""
+"""Each is one the default rule runs through Winograd (32 channels or more by `winograd_channels`, 128 tiles of 2x2
+outputs or more), so that the sanitized runner (a core of no measured kind) takes that path."""
 
 
 def conv_model(cin: int, cout: int, pads: tuple[int, ...], size: tuple[int, int], batch: int,
@@ -75,7 +80,7 @@ def test_winograd_agrees_with_onnxruntime(case: str) -> None:
     cin, cout, pads, size, batch, activation = CASES[case]
     model, x = conv_model(cin, cout, pads, size, batch, activation)
     out = output_size(pads, size)
-    assert winograd_wins("default", min(cin, cout), tiles(out))
+    assert winograd_wins("default", winograd_channels(cin, cout), tiles(out))
     assert lower_to_plan(model, {"x": x.shape}).scratch_bytes >= \
         winograd_scratch(cin, cout, 1, out, (3, 3), (1, 1), (1, 1)) > 0
     expected = run_onnxruntime(model, {"x": x})["y"]
@@ -84,23 +89,28 @@ def test_winograd_agrees_with_onnxruntime(case: str) -> None:
     assert not np.array_equal(outputs["winograd"], outputs["direct"])
 
 
-GRID_SHAPES = [(channels, size) for channels in (16, 24, 32, 40, 48, 64) for size in ((8, 8), (8, 16), (14, 14),
-                                                                                    (16, 16), (16, 32), (22, 24))]
+GRID_SHAPES = [(channels, channels, size) for channels in (16, 24, 32, 40, 48, 64)
+               for size in ((8, 8), (8, 16), (14, 14), (16, 16), (16, 32), (22, 24))]
 """C -> C channels and output sizes (pads 1) across the low corner of the table, where kinds differ: edges and
 values between them (40 channels, 49 and 132 tiles)."""
+UNEVEN_SHAPES = [(96, 24, (16, 32)), (24, 96, (16, 32)), (64, 16, (22, 24)), (16, 64, (22, 24)), (48, 12, (16, 32))]
+"""Input and output channels apart: 96 -> 24 over 128 tiles takes Winograd on the measured kinds by its input
+channels (48 by `winograd_channels`), where the smaller side, 24, would have kept it direct."""
 
 
-@pytest.mark.parametrize(("channels", "size"), GRID_SHAPES, ids=[f"{c}x{h}x{w}" for c, (h, w) in GRID_SHAPES])
-def test_the_host_core_takes_winograd_where_its_kinds_table_says(channels: int, size: tuple[int, int]) -> None:
+@pytest.mark.parametrize(("cin", "cout", "size"), GRID_SHAPES + UNEVEN_SHAPES,
+                         ids=[f"{i}-{o}x{h}x{w}" for i, o, (h, w) in GRID_SHAPES + UNEVEN_SHAPES])
+def test_the_host_core_takes_winograd_where_its_kinds_table_says(cin: int, cout: int, size: tuple[int, int]) -> None:
     """The host core's output is the forced Winograd core's bit for bit where the table of its kind (the compiler's
     for -march=native) runs Winograd, the forced direct core's elsewhere; the plan lowered as usual holds Winograd's
     scratch where some kind's core may take it, and onnxruntime's results."""
-    model, x = conv_model(channels, channels, (1, 1, 1, 1), size, 1, None)
+    model, x = conv_model(cin, cout, (1, 1, 1, 1), size, 1, None)
     outputs = forced_outputs(model, x)
+    channels = winograd_channels(cin, cout)
     wins = winograd_wins(core_kind(), channels, tiles(size))
     np.testing.assert_array_equal(outputs["table"], outputs["winograd" if wins else "direct"])
     reserved = lower_to_plan(model, {"x": x.shape}).scratch_bytes >= \
-        winograd_scratch(channels, channels, 1, size, (3, 3), (1, 1), (1, 1)) > 0
+        winograd_scratch(cin, cout, 1, size, (3, 3), (1, 1), (1, 1)) > 0
     assert reserved == winograd_may_run(channels, tiles(size)) and (reserved or not wins)
     assert relative_error(run_onnxruntime(model, {"x": x})["y"], outputs["table"]) <= TOLERANCE
 

@@ -424,8 +424,12 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
    conv of 16 input channels: 1 KB) then stay in L1 over all the tiles, and each tile writes its rows of C a group
    wide rather than a panel (NR floats) at a time into as many planes: PP-OCR det, whose 1x1 convs of 12 to 48
    channels run over 160x160 and 320x320, took 0.85 of its time so (AMD EPYC, AVX2). A panel of more rows than the
-   group holds runs alone, each tile over it in turn. */
+   group holds runs alone, each tile over it in turn. Not on wasm, for the page's bytes. */
+#ifdef __wasm__
+#define PANEL_GROUP_BYTES 0
+#else
 #define PANEL_GROUP_BYTES 16384
+#endif
 
 void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
                     int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue) {

@@ -3,6 +3,7 @@ onnxruntime and matches both the int8 model (within its activation quantization)
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +49,19 @@ def test_the_rewrite_matches_onnxruntime(tmp_path: Path, direction: str, per_cha
     int8 = onnxruntime_runner(quantized)(feeds)
     original = onnxruntime_runner(source)(feeds)
     for name in ("y", "y_h", "y_c"):
-        np.testing.assert_allclose(ours[name], int8[name], atol=0.05)  # onnxruntime quantizes activations too
+        if per_channel_products_are_exact() or not per_channel:
+            np.testing.assert_allclose(ours[name], int8[name], atol=0.05)  # onnxruntime quantizes activations too
         np.testing.assert_allclose(ours[name], original[name], atol=0.02)  # only the weights' rounding is left
+
+
+def per_channel_products_are_exact() -> bool:
+    """Whether onnxruntime's DynamicQuantizeLSTM with int8 weights per channel sums its uint8 by int8 products
+    exactly here: on x86 CPUs without VNNI (AVX2 alone, an AMD EPYC) it sums them in saturating int16 pairs and was
+    0.22 off the float LSTM, where the rewrite stays within 0.02 of it."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return True
+    flags = Path("/proc/cpuinfo").read_text().split()
+    return any(flag in flags for flag in ("avx512_vnni", "avx_vnni", "amx_int8"))
 
 
 def test_a_model_without_contrib_ops_is_returned_as_it_is(tmp_path: Path) -> None:

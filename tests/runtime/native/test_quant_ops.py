@@ -133,7 +133,8 @@ def test_matmul_integer_batches() -> None:
 
 @pytest.mark.parametrize("types", [("uint8", "int8"), ("int8", "uint8")])
 def test_matmul_integer_wraps_in_int32(types: tuple[str, str]) -> None:
-    """Sums past 2^31 wrap as onnxruntime's int32 accumulation does."""
+    """Sums past 2^31 wrap in int32, as onnx's reference implementation does (onnxruntime does too where its
+    products are exact)."""
     a_type, b_type = types
     a, b = np.full((2, 70000), np.iinfo(a_type).max, a_type), np.full((70000, 3), np.iinfo(b_type).max, b_type)
     b[::3, 1] = np.iinfo(b_type).min

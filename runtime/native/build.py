@@ -233,7 +233,8 @@ and keeps a 256 KiB stack for the page's thread; each worker gets one as big (co
 WASM_THREADS_EXPORTS = ["ep_wasm_threads", "ep_wasm_worker", "ep_worker_scratch_bytes", "__stack_pointer",
                         "__data_end"]
 WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
-"""The node glue: `node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run."""
+"""The node glue: `node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run, or
+`node ep_run.mjs --serve CORE.wasm`, a run per line of stdin (emulated.RunnerServer)."""
 
 
 def wasm_optimization(path: str) -> list[str]:

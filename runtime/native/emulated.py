@@ -4,9 +4,12 @@ wasm32 build in node for `wasm`): inputs and outputs go through .npy files in a 
 
 from __future__ import annotations
 
+import atexit
+import json
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,33 +27,102 @@ class EmulationTimeout(EdgepackError):
     """A run under emulation took longer than its session allows."""
 
 
+def core_failure(message: str, command: list[str]) -> EdgepackError:
+    return EdgepackError(f"the runtime core failed: {message.strip()[:1000]}", where=" ".join(command),
+                         fix="check the emulator and the cross build")
+
+
+class RunnerServer:
+    """A runner that stays up between runs (its start-up, node's and the core's compilation, 0.2 s or more, paid
+    once): each run is one JSON line to its stdin, [plan, output folder, inputs...], answered by one line, {"code":
+    0} or {"code": N, "message": "..."}. It ends when its stdin closes; one that died is started again."""
+
+    _shared: dict[tuple[str, ...], RunnerServer] = {}
+    _shared_lock = threading.Lock()
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen[str] | None = None
+        self.errors = tempfile.TemporaryFile("w+")
+
+    @classmethod
+    def shared(cls, command: list[str]) -> RunnerServer:
+        """The one server of `command` in this process."""
+        with cls._shared_lock:
+            if tuple(command) not in cls._shared:
+                cls._shared[tuple(command)] = cls(command)
+            return cls._shared[tuple(command)]
+
+    def run(self, request: list[str]) -> None:
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                self.errors.seek(0)
+                self.errors.truncate()
+                self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=self.errors, text=True)
+            assert self.process.stdin is not None and self.process.stdout is not None
+            try:
+                self.process.stdin.write(json.dumps(request) + "\n")
+                self.process.stdin.flush()
+            except BrokenPipeError:
+                pass
+            answer = self.process.stdout.readline()
+            if not answer:
+                self.process.wait()
+                self.errors.seek(0)
+                raise core_failure(f"the runner exited ({self.process.returncode}): {self.errors.read()}",
+                                   self.command)
+        reply = json.loads(answer)
+        if reply["code"] != 0:
+            raise core_failure(f"ep_run.mjs: {reply['message']}", self.command)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            self.process.wait()
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in RunnerServer._shared.values():
+        server.close()
+
+
 class EmulatedSession:
     """One plan run by `command` (emulator + runner binary) per call, each call stopped after `timeout_s` seconds
-    (None: no limit)."""
+    (None: no limit); with `served`, `command` starts a RunnerServer, shared by every session of that command, and
+    runs have no time limit."""
 
-    def __init__(self, plan: bytes, command: list[str], timeout_s: float | None = None) -> None:
+    def __init__(self, plan: bytes, command: list[str], timeout_s: float | None = None, served: bool = False) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="edgepack-plan-")
         self.plan_path = Path(self.folder.name) / "plan.epk"
         self.plan_path.write_bytes(plan)
         self.command = command
         self.timeout_s = timeout_s
+        self.server = RunnerServer.shared(command) if served else None
         self.inputs, self.outputs = ports(plan)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         with tempfile.TemporaryDirectory(dir=self.folder.name) as run_folder:
             folder = Path(run_folder)
             inputs = save_inputs(folder, self.inputs, feeds)
-            try:
-                proc = subprocess.run([*self.command, str(self.plan_path), str(folder), *map(str, inputs)],
-                                      capture_output=True, text=True, timeout=self.timeout_s)
-            except subprocess.TimeoutExpired as error:
-                raise EmulationTimeout(f"the run under emulation did not finish in {self.timeout_s:g} s",
-                                       where=" ".join(self.command),
-                                       fix="run it without a time limit") from error
-            if proc.returncode != 0:
-                raise EdgepackError(f"the runtime core failed: {proc.stderr.strip()[:1000]}",
-                                    where=" ".join(self.command), fix="check the emulator and the cross build")
+            request = [str(self.plan_path), str(folder), *map(str, inputs)]
+            if self.server is not None:
+                self.server.run(request)
+            else:
+                self._run_once(request)
             return {port.name: self._read(folder / f"{i}.npy", port) for i, port in enumerate(self.outputs)}
+
+    def _run_once(self, request: list[str]) -> None:
+        try:
+            proc = subprocess.run([*self.command, *request], capture_output=True, text=True, timeout=self.timeout_s)
+        except subprocess.TimeoutExpired as error:
+            raise EmulationTimeout(f"the run under emulation did not finish in {self.timeout_s:g} s",
+                                   where=" ".join(self.command), fix="run it without a time limit") from error
+        if proc.returncode != 0:
+            raise core_failure(proc.stderr, self.command)
 
     @staticmethod
     def _read(path: Path, port: PortInfo) -> np.ndarray:

@@ -17,22 +17,23 @@ from . import CompiledPartition, Options, Provider, register, thread_count
 from .cpu_claims import CLAIMS
 
 
-def node_command(threads: int = 1) -> list[str]:
-    """node, the glue and the core (the threaded one on `threads` threads, above 1): `EmulatedSession` appends the
-    plan, the output folder and the inputs."""
+def session(plan: bytes, threads: int) -> EmulatedSession:
+    """`plan` in node: on one thread through the glue's server (one node for every plan of this process), on more
+    threads through a node of its own for each run (its workers belong to that run)."""
+    node = [str(shutil.which("node")), str(WASM_GLUE)]
     if threads > 1:
-        return [str(shutil.which("node")), str(WASM_GLUE), "--threads", str(threads), str(wasm_core(threads=True))]
-    return [str(shutil.which("node")), str(WASM_GLUE), str(wasm_core())]
+        return EmulatedSession(plan, [*node, "--threads", str(threads), str(wasm_core(threads=True))])
+    return EmulatedSession(plan, [*node, "--serve", str(wasm_core())], served=True)
 
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
-    command = node_command(thread_count(options, "wasm"))
-    return planned(model, lambda plan, source: EmulatedSession(plan, command))
+    threads = thread_count(options, "wasm")
+    return planned(model, lambda plan, source: session(plan, threads))
 
 
 def load_plan(path: Path, options: Options) -> EmulatedSession:
     """An `.epk` plan file (a web bundle's partition), run as it is, at the shapes it was lowered for."""
-    return EmulatedSession(path.read_bytes(), node_command(thread_count(options, "wasm")))
+    return session(path.read_bytes(), thread_count(options, "wasm"))
 
 
 def missing() -> str | None:

@@ -1,7 +1,11 @@
 // ep_run for the wasm32 build, in node: the same command line as the native ep_run. With --threads N (N > 1, the
-// threaded core), the plan's parallel loops run on this thread and N - 1 worker threads (worker.js).
+// threaded core), the plan's parallel loops run on this thread and N - 1 worker threads (worker.js). With --serve (one
+// thread), the core is compiled once and runs one plan per line of stdin, each a JSON array [PLAN.epk, OUT_DIR,
+// INPUT.npy...] on a fresh instance, answering each with a JSON line {"code": 0} or {"code": N, "message": "..."}.
 // usage: node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...
+//        node ep_run.mjs --serve CORE.wasm
 import { readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { Worker } from "node:worker_threads";
 
 import { instantiateCore, isThreaded, openPlan } from "./core.js";
@@ -31,39 +35,79 @@ function writeNpy(path, descr, dims, bytes) {
   writeFileSync(path, Buffer.concat([prefix, Buffer.from(header, "latin1"), Buffer.from(bytes)]));
 }
 
-const args = process.argv.slice(2);
-const threads = args[0] === "--threads" ? Number(args.splice(0, 2)[1]) : 1;
-const [corePath, planPath, outDir, ...inputPaths] = args;
-const fail = (code, message) => { process.stderr.write(`ep_run.mjs: ${message}\n`); process.exit(code); };
-if (!(threads >= 1)) fail(2, "--threads takes a number of threads, 1 or more");
-const module = await WebAssembly.compile(readFileSync(corePath));
-if (threads > 1 && !isThreaded(module)) fail(2, `--threads ${threads} needs the threaded core, and ${corePath} is not`);
-const core = await instantiateCore(module);
-const startWorker = (number, stackTop, pool) => new Promise((resolve, reject) => {
+/** A failure of one run: `code` is ep_run's exit status for it (2 bad arguments or inputs, 3 plan, 4 run). */
+class RunFailure extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const startWorker = (module, core) => (number, stackTop, pool) => new Promise((resolve, reject) => {
   const worker = new Worker(new URL("./worker.js", import.meta.url));
   worker.once("message", () => resolve(worker.unref())).once("error", reject);
   worker.postMessage({ module, memory: core.memory, number, stackTop, pool });
 });
-let plan;
-try {
-  plan = openPlan(core.exports, new Uint8Array(readFileSync(planPath)), core.memory);
-  if (threads > 1) await plan.addWorkers(threads, startWorker);
-} catch (error) {
-  fail(3, error.message);
+
+/** Runs the plan at planPath on a fresh instance of `module` (on `threads` threads), inputs and outputs as .npy. */
+async function runPlan(module, threads, planPath, outDir, inputPaths) {
+  const core = await instantiateCore(module);
+  let plan;
+  try {
+    plan = openPlan(core.exports, new Uint8Array(readFileSync(planPath)), core.memory);
+    if (threads > 1) await plan.addWorkers(threads, startWorker(module, core));
+  } catch (error) {
+    throw new RunFailure(3, error.message);
+  }
+  if (inputPaths.length !== plan.inputs.length) throw new RunFailure(2, "wrong number of inputs");
+  inputPaths.forEach((path, index) => {
+    const tensor = plan.inputs[index];
+    const { descr, data } = readNpy(path);
+    if (descr !== (NPY_CODES[tensor.dtype] ?? "|u1") || data.length !== tensor.bytes) {
+      throw new RunFailure(2, `input ${index} does not fit`);
+    }
+    plan.bytes(tensor).set(data);
+  });
+  try {
+    plan.run();
+  } catch (error) {
+    throw new RunFailure(4, error.message);
+  }
+  plan.outputs.forEach((tensor, index) => {
+    const code = NPY_CODES[tensor.dtype];
+    writeNpy(`${outDir}/${index}.npy`, code ?? "|u1", code ? tensor.dims : [tensor.bytes], plan.bytes(tensor).slice());
+  });
 }
-if (inputPaths.length !== plan.inputs.length) fail(2, "wrong number of inputs");
-inputPaths.forEach((path, index) => {
-  const tensor = plan.inputs[index];
-  const { descr, data } = readNpy(path);
-  if (descr !== (NPY_CODES[tensor.dtype] ?? "|u1") || data.length !== tensor.bytes) fail(2, `input ${index} does not fit`);
-  plan.bytes(tensor).set(data);
-});
-try {
-  plan.run();
-} catch (error) {
-  fail(4, error.message);
+
+/** Runs one request per line of stdin until it closes, answering each on stdout. */
+async function serve(module) {
+  for await (const line of createInterface({ input: process.stdin })) {
+    let answer = { code: 0 };
+    try {
+      const [planPath, outDir, ...inputPaths] = JSON.parse(line);
+      await runPlan(module, 1, planPath, outDir, inputPaths);
+    } catch (error) {
+      answer = { code: error.code ?? 2, message: error.message };
+    }
+    process.stdout.write(`${JSON.stringify(answer)}\n`);
+  }
 }
-plan.outputs.forEach((tensor, index) => {
-  const code = NPY_CODES[tensor.dtype];
-  writeNpy(`${outDir}/${index}.npy`, code ?? "|u1", code ? tensor.dims : [tensor.bytes], plan.bytes(tensor).slice());
-});
+
+const args = process.argv.slice(2);
+const fail = (code, message) => { process.stderr.write(`ep_run.mjs: ${message}\n`); process.exit(code); };
+if (args[0] === "--serve") {
+  if (args.length !== 2) fail(2, "--serve takes the core alone: node ep_run.mjs --serve CORE.wasm");
+  await serve(await WebAssembly.compile(readFileSync(args[1])));
+} else {
+  const threads = args[0] === "--threads" ? Number(args.splice(0, 2)[1]) : 1;
+  const [corePath, planPath, outDir, ...inputPaths] = args;
+  if (!(threads >= 1)) fail(2, "--threads takes a number of threads, 1 or more");
+  const module = await WebAssembly.compile(readFileSync(corePath));
+  if (threads > 1 && !isThreaded(module)) fail(2, `--threads ${threads} needs the threaded core, and ${corePath} is not`);
+  try {
+    await runPlan(module, threads, planPath, outDir, inputPaths);
+  } catch (error) {
+    if (!(error instanceof RunFailure)) throw error;
+    fail(error.code, error.message);
+  }
+}

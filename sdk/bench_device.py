@@ -39,7 +39,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
     runs). Each peer in `compare` (onnxruntime, openvino) then runs the source model (`source`, else found by its
     sha256) on this host, which must be the device, on as many threads: its results go in `peers`."""
     from edgepack.runtime import Session
-    from edgepack.targets.embedded.example_run import build_example, read_library
+    from edgepack.targets.embedded.example_run import cached_example, read_library
 
     if runs < 1 or warmup < 0 or runs + warmup > MAX_RUNS or threads < 1:
         raise EdgepackError(f"bad counts: runs {runs}, warmup {warmup}, threads {threads}",
@@ -68,7 +68,7 @@ def bench_library(bundle: str | Path, device: str, runs: int = 20, warmup: int =
         local = Path(tmp)
         native = _native(facts)
         march = _march(target, facts) if native else None
-        binary = build_example(library, local / "build", native=native, march=march, threads=threads > 1)
+        binary = cached_example(library, native=native, march=march, threads=threads > 1)
         ops_runs = min(runs, OPS_RUNS)
         printed, outputs, profiled = _run_there(target, library, binary,
                                                 _profile_runner(native, march) if profile_ops else None, chosen,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import numpy as np
 
 from edgepack.runtime.bundle_format import read_manifest
 from edgepack.runtime.errors import EdgepackError
+from edgepack.runtime.native.build import cache_root, cached
 
 from .c_library import TOOLCHAIN
 
@@ -101,6 +103,23 @@ def build_example(library: Library, build_dir: Path, system: str = "make", embed
             raise EdgepackError(f"building the C library failed: {(proc.stderr or proc.stdout).strip()[-2000:]}",
                                 where=" ".join(command[:3]), fix="check the cross compiler, or report the error")
     return build_dir / library.binary_name
+
+
+def cached_example(library: Library, native: bool = False, march: str | None = None, threads: bool = False) -> Path:
+    """build_example's binary (with the Makefile), built once per bundle's files, flags and compiler into the core's
+    cache: benchmarking one bundle again and again compiles it once."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in library.folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(library.folder).as_posix().encode() + b"\0" + path.read_bytes())
+    compiler = shutil.which("gcc" if native else CROSS_COMPILER)
+    digest.update(repr((native, march, threads, compiler)).encode())
+    target = cache_root() / f"example-{library.binary_name}-{digest.hexdigest()[:16]}"
+
+    def make(temporary: Path) -> None:
+        binary = build_example(library, temporary.parent / "build", native=native, march=march, threads=threads)
+        shutil.copy(binary, temporary)
+
+    return cached(target, make)
 
 
 def run_example(library: Library, binary: Path, feeds: dict[str, np.ndarray], repeat: int = 1,

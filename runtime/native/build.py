@@ -234,7 +234,7 @@ WASM_THREADS_EXPORTS = ["ep_wasm_threads", "ep_wasm_worker", "ep_worker_scratch_
                         "__data_end"]
 WASM_GLUE = NATIVE / "wasm" / "ep_run.mjs"
 """The node glue: `node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...`, like the native ep_run, or
-`node ep_run.mjs --serve CORE.wasm`, a run per line of stdin (emulated.RunnerServer)."""
+`node ep_run.mjs CORE.wasm --serve`, a run per line of stdin (emulated.RunnerServer)."""
 
 
 def wasm_optimization(path: str) -> list[str]:

@@ -1,5 +1,6 @@
 """The `neon` provider: the same C core cross-compiled for ARM64 (its vector code becomes NEON), run here under
-qemu-aarch64. For correctness only: emulated timings say nothing about speed on a device."""
+qemu-aarch64, one qemu serving the runs of a process (`ep_run --serve`) unless option `timeout_s` limits each run.
+For correctness only: emulated timings say nothing about speed on a device."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ def _command() -> list[str]:
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:
     command = _command()
-    return planned(model, lambda plan, source: EmulatedSession(plan, command, options.get("timeout_s")))
+    return planned(model, lambda plan, source: EmulatedSession(plan, command, options.get("timeout_s"), served=True))
 
 
 def load_plan(path: Path, options: Options) -> EmulatedSession:
     """An `.epk` plan file (an iOS bundle's fallback partition), run as it is, at the shapes it was lowered for.
     Option `timeout_s`: the longest one run may take under emulation."""
-    return EmulatedSession(path.read_bytes(), _command(), options.get("timeout_s"))
+    return EmulatedSession(path.read_bytes(), _command(), options.get("timeout_s"), served=True)
 
 
 def _missing() -> str | None:

@@ -23,7 +23,7 @@ def session(plan: bytes, threads: int) -> EmulatedSession:
     node = [str(shutil.which("node")), str(WASM_GLUE)]
     if threads > 1:
         return EmulatedSession(plan, [*node, "--threads", str(threads), str(wasm_core(threads=True))])
-    return EmulatedSession(plan, [*node, "--serve", str(wasm_core())], served=True)
+    return EmulatedSession(plan, [*node, str(wasm_core())], served=True)
 
 
 def compile_partition(model: onnx.ModelProto, options: Options) -> CompiledPartition:

@@ -1,6 +1,9 @@
 /* ep_run: runs an .epk plan on .npy inputs (in the plan's input order) and writes each output to OUT_DIR/<i>.npy.
    usage: ep_run PLAN.epk OUT_DIR [--repeat N] [--threads N] INPUT.npy...
+          ep_run --serve
    --repeat prints the median run time in ms; --threads runs the convs and products on a pool of N threads.
+   --serve runs one plan per line of stdin, its fields PLAN.epk, OUT_DIR and the inputs separated by tabs, and
+   answers each with a line holding the run's exit status (a failure's message on stderr, as for a single run).
    A profiling build (-DEP_PROFILE) also prints, after the runs, `mean_ms` (the runs' mean, timed around ep_run) and
    one line per op that ran, `op INDEX OP_ID CALLS TOTAL_NS`, over all runs. */
 #include <stdio.h>
@@ -105,9 +108,52 @@ static void *worker_scratch;
 static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs,
                void *plan, size_t plan_len, void **memory);
 
+/* A served request's line, and its fields at most: the plan, the output folder and the inputs. */
+#define SERVE_LINE 65536
+#define SERVE_FIELDS 1024
+
+/* One run of a --serve request: `fields` PLAN.epk OUT_DIR INPUT.npy...; its exit status. */
+static int serve_one(char **fields, int n_fields) {
+    if (n_fields < 2) {
+        fprintf(stderr, "ep_run: a request is PLAN.epk, OUT_DIR and the inputs, separated by tabs\n");
+        return 2;
+    }
+    size_t plan_len = 0;
+    void *plan = read_file(fields[0], &plan_len), *memory = 0;
+    if (!plan) {
+        fprintf(stderr, "ep_run: cannot read %s\n", fields[0]);
+        return 2;
+    }
+    int code = run(fields[1], 1, fields + 2, n_fields - 2, plan, plan_len, &memory);
+    free(memory);
+    free(plan);
+    return code;
+}
+
+static int serve(void) {
+    static char line[SERVE_LINE];
+    static char *fields[SERVE_FIELDS];
+    while (fgets(line, sizeof line, stdin)) {
+        int n_fields = 0, code = 2;
+        if (!strchr(line, '\n') && !feof(stdin)) {
+            fprintf(stderr, "ep_run: a request is longer than %d bytes\n", SERVE_LINE - 1);
+            for (int c = getchar(); c != EOF && c != '\n'; c = getchar()) continue;
+        } else {
+            line[strcspn(line, "\n")] = 0;
+            for (char *field = strtok(line, "\t"); field && n_fields < SERVE_FIELDS; field = strtok(0, "\t"))
+                fields[n_fields++] = field;
+            code = serve_one(fields, n_fields);
+        }
+        printf("%d\n", code);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--serve") == 0) return serve();
     if (argc < 3) {
-        fprintf(stderr, "usage: ep_run PLAN.epk OUT_DIR [--repeat N] [--threads N] INPUT.npy...\n");
+        fprintf(stderr, "usage: ep_run PLAN.epk OUT_DIR [--repeat N] [--threads N] INPUT.npy... | ep_run --serve\n");
         return 2;
     }
     int first_input = 3, repeat = 1;

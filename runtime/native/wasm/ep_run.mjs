@@ -1,9 +1,10 @@
 // ep_run for the wasm32 build, in node: the same command line as the native ep_run. With --threads N (N > 1, the
 // threaded core), the plan's parallel loops run on this thread and N - 1 worker threads (worker.js). With --serve (one
-// thread), the core is compiled once and runs one plan per line of stdin, each a JSON array [PLAN.epk, OUT_DIR,
-// INPUT.npy...] on a fresh instance, answering each with a JSON line {"code": 0} or {"code": N, "message": "..."}.
+// thread), the core is compiled once and runs one plan per line of stdin, on a fresh instance each, as the native
+// ep_run --serve does: the line's fields PLAN.epk, OUT_DIR and the inputs separated by tabs, the answer a line
+// holding the run's exit status (a failure's message on stderr).
 // usage: node ep_run.mjs [--threads N] CORE.wasm PLAN.epk OUT_DIR INPUT.npy...
-//        node ep_run.mjs --serve CORE.wasm
+//        node ep_run.mjs CORE.wasm --serve
 import { readFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Worker } from "node:worker_threads";
@@ -82,22 +83,24 @@ async function runPlan(module, threads, planPath, outDir, inputPaths) {
 /** Runs one request per line of stdin until it closes, answering each on stdout. */
 async function serve(module) {
   for await (const line of createInterface({ input: process.stdin })) {
-    let answer = { code: 0 };
+    let code = 0;
     try {
-      const [planPath, outDir, ...inputPaths] = JSON.parse(line);
+      const [planPath, outDir, ...inputPaths] = line.split("\t").filter((field) => field !== "");
+      if (outDir === undefined) throw new RunFailure(2, "a request is PLAN.epk, OUT_DIR and the inputs, by tabs");
       await runPlan(module, 1, planPath, outDir, inputPaths);
     } catch (error) {
-      answer = { code: error.code ?? 2, message: error.message };
+      code = error.code ?? 2;
+      process.stderr.write(`ep_run.mjs: ${error.message}\n`);
     }
-    process.stdout.write(`${JSON.stringify(answer)}\n`);
+    process.stdout.write(`${code}\n`);
   }
 }
 
 const args = process.argv.slice(2);
 const fail = (code, message) => { process.stderr.write(`ep_run.mjs: ${message}\n`); process.exit(code); };
-if (args[0] === "--serve") {
-  if (args.length !== 2) fail(2, "--serve takes the core alone: node ep_run.mjs --serve CORE.wasm");
-  await serve(await WebAssembly.compile(readFileSync(args[1])));
+if (args[1] === "--serve") {
+  if (args.length !== 2) fail(2, "--serve takes the core alone: node ep_run.mjs CORE.wasm --serve");
+  await serve(await WebAssembly.compile(readFileSync(args[0])));
 } else {
   const threads = args[0] === "--threads" ? Number(args.splice(0, 2)[1]) : 1;
   const [corePath, planPath, outDir, ...inputPaths] = args;

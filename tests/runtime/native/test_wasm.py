@@ -63,24 +63,3 @@ def test_a_bundles_own_core_holds_its_plans_kernels_only() -> None:
     with pytest.raises(EdgepackError, match="unknown op id in op"):
         EmulatedSession(plan("silero-vad"), command).run(feeds("silero-vad"))
 
-
-def test_the_served_core_answers_a_failure_and_keeps_serving() -> None:
-    """One node serves every one-thread run of a process (`--serve`): a plan it refuses fails that run alone, with
-    the core's message; the next run goes to the same node, and a node that died is started again."""
-    cls_plan = lower_to_plan(slimmed("ppocr-cls"), {k: v.shape for k, v in feeds("ppocr-cls").items()})
-    command = [str(shutil.which("node")), str(WASM_GLUE), "--serve", str(bundle_core([cls_plan]))]
-    served = EmulatedSession(plan("ppocr-cls"), command, served=True)
-    assert served.server is not None
-    served.run(feeds("ppocr-cls"))
-    node = served.server.process
-    with pytest.raises(EdgepackError, match="unknown op id in op"):
-        EmulatedSession(plan("silero-vad"), command, served=True).run(feeds("silero-vad"))
-    outputs = served.run(feeds("ppocr-cls"))
-    assert served.server.process is node
-    node.kill()
-    node.wait()
-    outputs_after_restart = served.run(feeds("ppocr-cls"))
-    assert served.server.process is not node
-    for key, value in reference_outputs("ppocr-cls").items():
-        assert relative_error(value, outputs[key]) <= TOLERANCE, key
-        assert relative_error(value, outputs_after_restart[key]) <= TOLERANCE, key

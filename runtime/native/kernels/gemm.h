@@ -36,6 +36,7 @@ typedef struct ep_epilogue {
     int accumulate;         /* add to what C holds */
     int32_t act;
     float act_a, act_b;
+    const float *col_bias;  /* one per column of C, from the C pointer a product is given, or NULL */
 } ep_epilogue;
 
 float ep_activate(int32_t act, float x, float a, float b);
@@ -77,8 +78,7 @@ void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t 
 typedef const float *(*ep_panel_source)(void *state, int64_t p, float *scratch);
 
 /* For an op with params N, activation, activation a, activation b and an optional bias per column (PackedMatMul,
-   Int8MatMul): every row of node n's output set to the bias, and the epilogue that adds the product to it (or
-   stores it, without a bias) and activates. */
+   Int8MatMul): the epilogue that adds the bias (col_bias, for column 0 of node n's output) and activates. */
 ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias);
 
 /* Runs PackedMatMul node n (A, B, optional bias; params N, activation, a, b) a panel of B at a time, each panel

@@ -147,7 +147,7 @@ static void batch_task(void *arg, int32_t worker, int64_t index) {
         context.loop = 0;
         context.workers = 1;
     }
-    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f, 0};
     int64_t begin, end;
     ep_task_range(s->batch, t->tasks, index, 1, &begin, &end);
     for (int64_t i = begin; i < end; i++) {
@@ -208,7 +208,7 @@ static ep_status run_gemm(const ep_node *n, const ep_context *ctx) {
             for (int64_t i = 0; i < row.length; i++) out[row.out + i] = beta * cv[row.in[0] + i * row.step[0]];
         accumulate = 1;
     }
-    ep_epilogue e = {0, alpha, accumulate, n->params[4], ep_param_f32(n, 5), ep_param_f32(n, 6)};
+    ep_epilogue e = {0, alpha, accumulate, n->params[4], ep_param_f32(n, 5), ep_param_f32(n, 6), 0};
     int64_t a_cols = a->dims[1], b_cols = b->dims[1];
     product(m, k, cols, (const float *)a->data, trans_a ? 1 : a_cols, trans_a ? a_cols : 1, (const float *)b->data,
             trans_b ? 1 : b_cols, trans_b ? b_cols : 1, out, &e, ctx);
@@ -239,12 +239,8 @@ static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *er
 }
 
 ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias) {
-    const ep_tensor *y = n->out[0];
-    int64_t cols = n->params[0];
-    if (bias)
-        for (int64_t i = 0; i < y->count / cols; i++)
-            ep_memcpy((float *)y->data + i * cols, bias->data, (size_t)cols * sizeof(float));
-    return (ep_epilogue){0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
+    return (ep_epilogue){0, 1.0f, 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3),
+                         bias ? (const float *)bias->data : 0};
 }
 
 /* Panels [begin, end) of a PackedMatMul's B, each from the source, on the worker's scratch. */
@@ -257,17 +253,28 @@ typedef struct packed_panels {
     int64_t tasks;
 } packed_panels;
 
+static const float *float_panel(void *panels, int64_t p, float *scratch) {
+    const ep_tensor *b = (const ep_tensor *)panels;
+    (void)scratch;
+    return (const float *)b->data + p * b->dims[1] * EP_PREPACKED_COLUMNS;
+}
+
 static void panels_task(void *arg, int32_t worker, int64_t index) {
     const packed_panels *t = (const packed_panels *)arg;
     const ep_tensor *a = t->n->in[0], *y = t->n->out[0];
     int64_t cols = t->n->params[0], k = a->dims[a->rank - 1], rows = y->count / cols, begin, end;
     ep_task_range((cols + EP_PREPACKED_COLUMNS - 1) / EP_PREPACKED_COLUMNS, t->tasks, index, 1, &begin, &end);
     float *scratch = ep_worker_scratch(t->ctx, worker);
-    for (int64_t p = begin; p < end; p++) {
+    /* a float B's panels lie one after another: one product over them all, whose micro-kernel then asks the cache for
+       each next panel while it works on one */
+    int64_t step = t->source == float_panel ? end - begin : 1;
+    for (int64_t p = begin; p < end; p += step) {
         int64_t first = p * EP_PREPACKED_COLUMNS, width = cols - first;
-        ep_gemm_prepacked(rows, k, width < EP_PREPACKED_COLUMNS ? width : EP_PREPACKED_COLUMNS,
+        ep_epilogue e = *t->e;
+        if (e.col_bias) e.col_bias += first;
+        ep_gemm_prepacked(rows, k, width < step * EP_PREPACKED_COLUMNS ? width : step * EP_PREPACKED_COLUMNS,
                           (const float *)a->data, k, t->source(t->state, p, scratch), (float *)y->data + first, cols,
-                          t->e);
+                          &e);
     }
 }
 
@@ -278,12 +285,6 @@ void ep_packed_matmul(const ep_node *n, ep_panel_source source, void *state, con
     packed_panels t = {n, source, state, &e, ctx, 0};
     t.tasks = ep_task_count(ctx, (cols + EP_PREPACKED_COLUMNS - 1) / EP_PREPACKED_COLUMNS, (double)(rows * k * cols));
     ep_parallel(ctx, t.tasks, panels_task, &t);
-}
-
-static const float *float_panel(void *panels, int64_t p, float *scratch) {
-    const ep_tensor *b = (const ep_tensor *)panels;
-    (void)scratch;
-    return (const float *)b->data + p * b->dims[1] * EP_PREPACKED_COLUMNS;
 }
 
 static ep_status run_packed_matmul(const ep_node *n, const ep_context *ctx) {

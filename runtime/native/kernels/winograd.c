@@ -208,7 +208,7 @@ static void winograd_task(void *arg, int32_t worker, int64_t index) {
     float *scratch = ep_worker_scratch(b->ctx, worker);
     l.v = scratch + (l.v - l.u);
     l.m = scratch + (l.m - l.u);
-    ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
+    ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f, 0};
     int64_t begin, end;
     ep_task_range(l.tiles, b->tasks, index, WINOGRAD_TILES, &begin, &end);
     for (int64_t t0 = begin; t0 < end; t0 += WINOGRAD_TILES) {

@@ -433,7 +433,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
     int64_t tasks = ep_task_count(ctx, (ohw + EP_GEMM_NR - 1) / EP_GEMM_NR, (double)(s.mg * k * ohw));
     for (int64_t b = 0; b < s.n; b++) {
         for (int64_t g = 0; g < s.group; g++) {
-            ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b, 0};
+            ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
             conv_columns c = {&s, &padded, x + (b * s.c + g * s.cg) * hw, w + g * s.mg * k, 0,
                               y + (b * s.m + g * s.mg) * ohw, 0, offsets, &e, ctx, ohw, tasks,
                               ep_gemm_block_columns(k, ctx->scratch_floats)};

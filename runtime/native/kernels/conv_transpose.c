@@ -87,7 +87,7 @@ static void transpose_task(void *arg, int32_t worker, int64_t index) {
     const conv_shape *s = t->s;
     int64_t hw = s->h * s->w, rows = s->mg * s->kh * s->kw, begin, end;
     float *packed = ep_worker_scratch(t->ctx, worker), *cols = packed + s->cg * t->block;
-    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f, 0};
+    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
     ep_task_range(hw, t->tasks, index, EP_GEMM_NR, &begin, &end);
     for (int64_t n0 = begin; n0 < end; n0 += t->block) {
         int64_t nb = end - n0 < t->block ? end - n0 : t->block;

@@ -133,12 +133,12 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
 /* A tile of fewer than NR columns (rows x cols of it), or any tile without vector extensions, stored
    through the epilogue, the activation a row at a time (ep_activate_row: Sigmoid in vectors too). */
 static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, int64_t cols, int64_t i0, float *c,
-                       int64_t ldc, const ep_epilogue *e, const float *col_bias) {
+                       int64_t ldc, const ep_epilogue *e) {
     for (int64_t r = 0; r < rows; r++) {
         float *out = c + (i0 + r) * ldc;
         float bias = e->row_bias ? e->row_bias[i0 + r] : 0.0f;
         for (int64_t j = 0; j < cols; j++) {
-            float v = e->alpha * acc[r][j] + bias + (col_bias ? col_bias[j] : 0.0f);
+            float v = e->alpha * acc[r][j] + bias;
             out[j] = e->accumulate ? v + out[j] : v;
         }
         ep_activate_row(e->act, out, out, cols, e->act_a, e->act_b);
@@ -185,18 +185,13 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
 /* The first `rows` rows of a tile of NR columns through the epilogue in vectors; an activation with no vector form
    here (Sigmoid) then runs over each row stored (ep_activate_row, in vectors too). */
 static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t i0, float *c, int64_t ldc,
-                         const ep_epilogue *e, const float *col_bias) {
-    ep_v8 column[EP_GEMM_NV];
-    for (int h = 0; h < EP_GEMM_NV; h++) {
-        column[h] = splat(0.0f);
-        if (col_bias) __builtin_memcpy(&column[h], col_bias + EP_GEMM_LANES * h, sizeof column[h]);
-    }
+                         const ep_epilogue *e) {
     for (int64_t r = 0; r < rows; r++) {
         float *out = c + (i0 + r) * ldc;
         ep_v8 bias = splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
         int stored_raw = 0;
         for (int h = 0; h < EP_GEMM_NV; h++) {
-            ep_v8 v = all[r][h] * splat(e->alpha) + bias + column[h];
+            ep_v8 v = all[r][h] * splat(e->alpha) + bias;
             if (e->accumulate) {
                 ep_v8 old;
                 __builtin_memcpy(&old, out + EP_GEMM_LANES * h, sizeof old);
@@ -226,14 +221,12 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
 
 /* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
    its first `nv` vectors (a panel's last columns, when they fit fewer); inlined into each caller with `direct` and
-   `nv` constants. A panel's tile asks the cache for the row `ahead` floats past each row it reads; the product's
-   columns, from c, take col_bias (NULL: none) before the epilogue's row bias and activation. */
+   `nv` constants. A panel's tile asks the cache for the row `ahead` floats past each row it reads. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
                                                                int direct, int nv, int64_t i0, int64_t rows_left,
                                                                int64_t cols, float *c, int64_t ldc,
-                                                               const ep_epilogue *e, const float *col_bias,
-                                                               int64_t ahead) {
+                                                               const ep_epilogue *e, int64_t ahead) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
     for (int r = 0; r < EP_GEMM_MR; r++)
         for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = splat(0.0f);
@@ -259,17 +252,17 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
         }
     }
     if (cols == EP_GEMM_NR) {
-        store_vector(acc, rows_left, i0, c, ldc, e, col_bias);
+        store_vector(acc, rows_left, i0, c, ldc, e);
         return;
     }
     float tile[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++) __builtin_memcpy(tile[r], acc[r], sizeof acc[r]);
-    store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e, col_bias);
+    store_tile((const float(*)[EP_GEMM_NR])tile, rows_left, cols, i0, c, ldc, e);
 }
 #else
 static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
                          const int32_t *offsets, int direct, int nv, int64_t i0, int64_t rows_left, int64_t cols,
-                         float *c, int64_t ldc, const ep_epilogue *e, const float *col_bias, int64_t ahead) {
+                         float *c, int64_t ldc, const ep_epilogue *e, int64_t ahead) {
     (void)nv;
     (void)ahead;
     float acc[EP_GEMM_MR][EP_GEMM_NR];
@@ -282,7 +275,7 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
             for (int j = 0; j < EP_GEMM_NR; j++) acc[r][j] += a * bk[j];
         }
     }
-    store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i0, c, ldc, e, col_bias);
+    store_tile((const float(*)[EP_GEMM_NR])acc, rows_left, cols, i0, c, ldc, e);
 }
 #endif
 
@@ -362,7 +355,6 @@ static void dot_rows(int64_t k, const float *const *arow, const float *b, float 
         for (int r = 0; r < DOT_ROWS; r++) out[r] += arow[r][kk] * b[kk];
 }
 
-/* bias: the row's and the column's */
 static void store_dot(float v, float bias, float *at, const ep_epilogue *e) {
     v = e->alpha * v + bias;
     if (e->accumulate) v += *at;
@@ -378,9 +370,8 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
             for (int r = 0; r < DOT_ROWS; r++) arow[r] = a + (i + (r < rows ? r : rows - 1)) * k;
             float out[DOT_ROWS];
             dot_rows(k, arow, bt, out);
-            for (int64_t r = 0; r < rows; r++)
-                store_dot(out[r], (e->row_bias ? e->row_bias[i + r] : 0.0f) + (e->col_bias ? e->col_bias[0] : 0.0f),
-                          c + (i + r) * c_row, e);
+            for (int64_t r = 0; r < rows; r++) store_dot(out[r], e->row_bias ? e->row_bias[i + r] : 0.0f,
+                                                         c + (i + r) * c_row, e);
         }
         return;
     }
@@ -397,8 +388,7 @@ void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *b
             for (int64_t r = 0; r < rows; r++) {
                 float bias = e->row_bias ? e->row_bias[i + r] : 0.0f;
                 for (int64_t j = 0; j < cols; j++)
-                    store_dot(out[r][j], bias + (e->col_bias ? e->col_bias[j0 + j] : 0.0f),
-                              c + (i + r) * c_row + (j0 + j) * c_col, e);
+                    store_dot(out[r][j], bias, c + (i + r) * c_row + (j0 + j) * c_col, e);
             }
         }
     }
@@ -422,7 +412,7 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
         for (int64_t i = 0; i < m; i++) {
             float *out = c + i * ldc + j0, bias = e->row_bias ? e->row_bias[i] : 0.0f;
             for (int64_t j = 0; j < nb; j++) {
-                float v = e->alpha * acc[i * width + j] + bias + (e->col_bias ? e->col_bias[j0 + j] : 0.0f);
+                float v = e->alpha * acc[i * width + j] + bias;
                 if (e->accumulate) v += out[j];
                 out[j] = v;
             }
@@ -442,14 +432,10 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
 #define PANEL_GROUP_BYTES 16384
 #endif
 
-/* ep_gemm_panels; with `next_panel` (B packed at plan time, in L3 or memory), every tile of a panel but the first asks
-   the cache for the next panel's rows instead of rows further down its own (in cache since the first tile read them):
-   the next panel is then in cache when its first tile starts, and memory is read while the micro-kernel works, not
-   only while it waits. 32 x 384 x 1536 products over 8 matrices of weights, 19 MB in all: 0.81 of the time; minilm-l3
+/* next_panel: 32 x 384 x 1536 products over 8 matrices of weights, 19 MB in all, took 0.81 of the time; minilm-l3
    0.83, with each task's panels of a PackedMatMul as one product (AMD EPYC, AVX2). */
-static void panel_product(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
-                          const float *panels, int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue,
-                          int next_panel) {
+void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
+                    int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue, int next_panel) {
     int64_t panel_bytes = k * EP_GEMM_NR * (int64_t)sizeof(float);
     int64_t group = panel_bytes > 0 && panel_bytes < PANEL_GROUP_BYTES ? PANEL_GROUP_BYTES / panel_bytes : 1;
     for (int64_t g = 0; g < nb; g += group * EP_GEMM_NR) {
@@ -461,33 +447,27 @@ static void panel_product(int64_t m, int64_t k, int64_t nb, const float *a, int6
             for (int64_t p = g; p < g_end; p += EP_GEMM_NR) {
                 int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
                 const float *panel = panels + p / width * width * k + p % width;
-                const float *col_bias = epilogue->col_bias ? epilogue->col_bias + p : 0;
                 int64_t ahead = PREFETCH_ROWS * width, q = p + EP_GEMM_NR;
-                if (next_panel && i > 0 && q < nb) ahead = (panels + q / width * width * k + q % width) - panel;
+                if (EP_GEMM_NEXT_PANEL && next_panel && i > 0 && q < nb) ahead = (panels + q / width * width * k + q % width) - panel;
                 if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
                     micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, i, rows_left, cols, c + p, ldc, epilogue,
-                                 col_bias, ahead);
+                                 ahead);
                 else
                     micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, i, rows_left, cols, c + p, ldc,
-                                 epilogue, col_bias, ahead);
+                                 epilogue, ahead);
             }
         }
     }
 }
 
-void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
-                    int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue) {
-    panel_product(m, k, nb, a, a_row, a_col, panels, width, c, ldc, epilogue, 0);
-}
-
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
                     const float *packed, float *c, int64_t ldc, const ep_epilogue *epilogue) {
-    panel_product(m, k, nb, a, a_row, a_col, packed, EP_GEMM_NR, c, ldc, epilogue, 0);
+    ep_gemm_panels(m, k, nb, a, a_row, a_col, packed, EP_GEMM_NR, c, ldc, epilogue, 0);
 }
 
 void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, const float *panels, float *c,
                        int64_t ldc, const ep_epilogue *epilogue) {
-    panel_product(m, k, n, a, a_row, 1, panels, EP_PREPACKED_COLUMNS, c, ldc, epilogue, 1);
+    ep_gemm_panels(m, k, n, a, a_row, 1, panels, EP_PREPACKED_COLUMNS, c, ldc, epilogue, 1);
 }
 
 void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t a_col, const float *b,
@@ -496,7 +476,6 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-        micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, i, rows_left, EP_GEMM_NR, c, ldc, epilogue,
-                     epilogue->col_bias, 0);
+        micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, i, rows_left, EP_GEMM_NR, c, ldc, epilogue, 0);
     }
 }

@@ -36,7 +36,6 @@ typedef struct ep_epilogue {
     int accumulate;         /* add to what C holds */
     int32_t act;
     float act_a, act_b;
-    const float *col_bias;  /* one per column of C, from the C pointer a product is given, or NULL */
 } ep_epilogue;
 
 float ep_activate(int32_t act, float x, float a, float b);
@@ -56,9 +55,19 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
 /* C[0:M, 0:nb] (+)= alpha * A[M, K] x B, then bias and activation; A is strided, C has leading dim ldc. B is in
    panels of NR columns whose rows are `width` floats apart, panel p at panels + p / width * width * k + p % width:
    packed per call (width NR), at plan time (width EP_PREPACKED_COLUMNS, read as width / NR panels side by side), or
-   a row-major matrix of `width` columns, width a multiple of NR (nb <= width). */
+   a row-major matrix of `width` columns, width a multiple of NR (nb <= width). With `next_panel` (B packed at plan
+   time, in L3 or memory), every tile of a panel but the first asks the cache for the next panel's rows instead of
+   rows further down its own (in cache since the first tile read them): the next panel is then in cache when its
+   first tile starts, and memory is read while the micro-kernel computes, not only while the first tile waits. */
 void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
-                    int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue);
+                    int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue, int next_panel);
+
+/* Whether next_panel does anything: not on wasm, which has no prefetch (the page is spared the bytes). */
+#ifdef __wasm__
+#define EP_GEMM_NEXT_PANEL 0
+#else
+#define EP_GEMM_NEXT_PANEL 1
+#endif
 
 /* ep_gemm_panels with B packed per call (width NR). */
 void ep_gemm_packed(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col,
@@ -78,7 +87,8 @@ void ep_gemm_prepacked(int64_t m, int64_t k, int64_t n, const float *a, int64_t 
 typedef const float *(*ep_panel_source)(void *state, int64_t p, float *scratch);
 
 /* For an op with params N, activation, activation a, activation b and an optional bias per column (PackedMatMul,
-   Int8MatMul): the epilogue that adds the bias (col_bias, for column 0 of node n's output) and activates. */
+   Int8MatMul): every row of node n's output set to the bias, and the epilogue that adds the product to it (or
+   stores it, without a bias) and activates. */
 ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias);
 
 /* Runs PackedMatMul node n (A, B, optional bias; params N, activation, a, b) a panel of B at a time, each panel

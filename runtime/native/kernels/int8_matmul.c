@@ -111,13 +111,15 @@ static void quantize_rows(const int8_product *m, int64_t padded, float shift, in
 }
 
 /* Row r's int32 sums (over panel p's columns) less the zero point times the column sums, times X's scale and the
-   column's, plus the column's bias, then the activation. */
+   column's, added to what the output holds when accumulating, then the activation. */
 static void finish_row(const int8_product *m, const int32_t *sums, int64_t row, int64_t p, const float *steps,
                        const int32_t *offsets) {
     int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
     float *out = m->y + row * m->cols + p * PANEL;
-    const float *bias = m->e->col_bias ? m->e->col_bias + p * PANEL : 0;
-    for (int64_t j = 0; j < width; j++) out[j] = (float)(sums[j] - offsets[j]) * steps[j] + (bias ? bias[j] : 0.0f);
+    for (int64_t j = 0; j < width; j++) {
+        float value = (float)(sums[j] - offsets[j]) * steps[j];
+        out[j] = m->e->accumulate ? out[j] + value : value;
+    }
     ep_activate_row(m->e->act, out, out, width, m->e->act_a, m->e->act_b);
 }
 
@@ -263,9 +265,7 @@ static void float_panel(const int8_product *m, int64_t p, float *scratch) {
         for (int64_t j = 0; j < PANEL; j++) panel[kk * PANEL + j] = (float)group[j * GROUP] * steps[j];
     }
     int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
-    ep_epilogue e = *m->e;
-    if (e.col_bias) e.col_bias += p * PANEL;
-    ep_gemm_prepacked(m->rows, m->k, width, (const float *)m->x_ready, m->k, panel, m->y + p * PANEL, m->cols, &e);
+    ep_gemm_prepacked(m->rows, m->k, width, (const float *)m->x_ready, m->k, panel, m->y + p * PANEL, m->cols, m->e);
 }
 
 /* X's float round trip (QuantizeLinear then DequantizeLinear), then each panel of B (float_panel). */

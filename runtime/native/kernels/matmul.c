@@ -147,7 +147,7 @@ static void batch_task(void *arg, int32_t worker, int64_t index) {
         context.loop = 0;
         context.workers = 1;
     }
-    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f, 0};
+    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
     int64_t begin, end;
     ep_task_range(s->batch, t->tasks, index, 1, &begin, &end);
     for (int64_t i = begin; i < end; i++) {
@@ -208,7 +208,7 @@ static ep_status run_gemm(const ep_node *n, const ep_context *ctx) {
             for (int64_t i = 0; i < row.length; i++) out[row.out + i] = beta * cv[row.in[0] + i * row.step[0]];
         accumulate = 1;
     }
-    ep_epilogue e = {0, alpha, accumulate, n->params[4], ep_param_f32(n, 5), ep_param_f32(n, 6), 0};
+    ep_epilogue e = {0, alpha, accumulate, n->params[4], ep_param_f32(n, 5), ep_param_f32(n, 6)};
     int64_t a_cols = a->dims[1], b_cols = b->dims[1];
     product(m, k, cols, (const float *)a->data, trans_a ? 1 : a_cols, trans_a ? a_cols : 1, (const float *)b->data,
             trans_b ? 1 : b_cols, trans_b ? b_cols : 1, out, &e, ctx);
@@ -239,8 +239,12 @@ static ep_status check_packed_matmul(const ep_node *n, size_t *scratch, char *er
 }
 
 ep_epilogue ep_column_bias(const ep_node *n, const ep_tensor *bias) {
-    return (ep_epilogue){0, 1.0f, 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3),
-                         bias ? (const float *)bias->data : 0};
+    const ep_tensor *y = n->out[0];
+    int64_t cols = n->params[0];
+    if (bias)
+        for (int64_t i = 0; i < y->count / cols; i++)
+            ep_memcpy((float *)y->data + i * cols, bias->data, (size_t)cols * sizeof(float));
+    return (ep_epilogue){0, 1.0f, bias != 0, n->params[1], ep_param_f32(n, 2), ep_param_f32(n, 3)};
 }
 
 /* Panels [begin, end) of a PackedMatMul's B, each from the source, on the worker's scratch. */
@@ -267,14 +271,12 @@ static void panels_task(void *arg, int32_t worker, int64_t index) {
     float *scratch = ep_worker_scratch(t->ctx, worker);
     /* a float B's panels lie one after another: one product over them all, whose micro-kernel then asks the cache for
        each next panel while it works on one */
-    int64_t step = t->source == float_panel ? end - begin : 1;
+    int64_t step = EP_GEMM_NEXT_PANEL && t->source == float_panel ? end - begin : 1;
     for (int64_t p = begin; p < end; p += step) {
         int64_t first = p * EP_PREPACKED_COLUMNS, width = cols - first;
-        ep_epilogue e = *t->e;
-        if (e.col_bias) e.col_bias += first;
         ep_gemm_prepacked(rows, k, width < step * EP_PREPACKED_COLUMNS ? width : step * EP_PREPACKED_COLUMNS,
                           (const float *)a->data, k, t->source(t->state, p, scratch), (float *)y->data + first, cols,
-                          &e);
+                          t->e);
     }
 }
 

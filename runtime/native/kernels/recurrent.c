@@ -189,7 +189,7 @@ typedef struct direction_weights {
     const activation *act;
 } direction_weights;
 
-static const ep_epilogue plain_product = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f, 0};
+static const ep_epilogue plain_product = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
 
 /* out[j] = (R h)[col0 + j] for `cols` gate rows: h times R^T's columns, or dot products; R read once. */
 static void recurrent_product(const recurrent *s, const direction_weights *d, const float *h, int64_t col0,

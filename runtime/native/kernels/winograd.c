@@ -208,7 +208,7 @@ static void winograd_task(void *arg, int32_t worker, int64_t index) {
     float *scratch = ep_worker_scratch(b->ctx, worker);
     l.v = scratch + (l.v - l.u);
     l.m = scratch + (l.m - l.u);
-    ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f, 0};
+    ep_epilogue plain = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
     int64_t begin, end;
     ep_task_range(l.tiles, b->tasks, index, WINOGRAD_TILES, &begin, &end);
     for (int64_t t0 = begin; t0 < end; t0 += WINOGRAD_TILES) {
@@ -216,7 +216,7 @@ static void winograd_task(void *arg, int32_t worker, int64_t index) {
         transform_input(s, &l, t0, count);
         for (int xi = 0; xi < 16; xi++)
             ep_gemm_panels(s->mg, s->cg, count, l.u + xi * l.u_step, s->cg, 1, l.v + xi * l.v_step, WINOGRAD_TILES,
-                           l.m + xi * l.m_step, WINOGRAD_TILES, &plain);
+                           l.m + xi * l.m_step, WINOGRAD_TILES, &plain, 0);
         transform_output(s, &l, t0, count, b->bias, b->y);
     }
 }

@@ -112,22 +112,27 @@ static int run(const char *out_dir, int repeat, char **input_paths, int n_inputs
 #define SERVE_LINE 65536
 #define SERVE_FIELDS 1024
 
+/* Reads the plan at plan_path and runs it (run()); its exit status. */
+static int run_plan_file(const char *plan_path, const char *out_dir, int repeat, char **input_paths, int n_inputs) {
+    size_t plan_len = 0;
+    void *plan = read_file(plan_path, &plan_len), *memory = 0;
+    if (!plan) {
+        fprintf(stderr, "ep_run: cannot read %s\n", plan_path);
+        return 2;
+    }
+    int code = run(out_dir, repeat, input_paths, n_inputs, plan, plan_len, &memory);
+    free(memory);
+    free(plan);
+    return code;
+}
+
 /* One run of a --serve request: `fields` PLAN.epk OUT_DIR INPUT.npy...; its exit status. */
 static int serve_one(char **fields, int n_fields) {
     if (n_fields < 2) {
         fprintf(stderr, "ep_run: a request is PLAN.epk, OUT_DIR and the inputs, separated by tabs\n");
         return 2;
     }
-    size_t plan_len = 0;
-    void *plan = read_file(fields[0], &plan_len), *memory = 0;
-    if (!plan) {
-        fprintf(stderr, "ep_run: cannot read %s\n", fields[0]);
-        return 2;
-    }
-    int code = run(fields[1], 1, fields + 2, n_fields - 2, plan, plan_len, &memory);
-    free(memory);
-    free(plan);
-    return code;
+    return run_plan_file(fields[0], fields[1], 1, fields + 2, n_fields - 2);
 }
 
 static int serve(void) {
@@ -163,18 +168,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[first_input], "--threads") == 0) threads = value;
         else break;
     }
-    size_t plan_len = 0;
-    void *plan = read_file(argv[1], &plan_len);
-    if (!plan) {
-        fprintf(stderr, "ep_run: cannot read %s\n", argv[1]);
-        return 2;
-    }
-    void *memory = 0;
-    int code = run(argv[2], repeat, argv + first_input, argc - first_input, plan, plan_len, &memory);
+    int code = run_plan_file(argv[1], argv[2], repeat, argv + first_input, argc - first_input);
     ep_pool_destroy(pool);
     free(worker_scratch);
-    free(memory);
-    free(plan);
     return code;
 }
 

@@ -62,4 +62,3 @@ def test_a_bundles_own_core_holds_its_plans_kernels_only() -> None:
         assert relative_error(value, outputs[key]) <= TOLERANCE, key
     with pytest.raises(EdgepackError, match="unknown op id in op"):
         EmulatedSession(plan("silero-vad"), command).run(feeds("silero-vad"))
-

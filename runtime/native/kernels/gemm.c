@@ -446,10 +446,9 @@ void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
             for (int64_t p = g; p < g_end; p += EP_GEMM_NR) {
                 int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
-                const float *panel = panels + p / width * width * k + p % width;
-                int64_t ahead = PREFETCH_ROWS * width, q = p + EP_GEMM_NR;
-                if (EP_GEMM_NEXT_PANEL && next_panel && i > 0 && q < nb)
-                    ahead = (panels + q / width * width * k + q % width) - panel;
+                int64_t ahead = PREFETCH_ROWS * width, at = p / width * width * k + p % width, q = p + EP_GEMM_NR;
+                const float *panel = panels + at;
+                if (EP_GEMM_NEXT_PANEL && next_panel && i > 0 && q < nb) ahead = q / width * width * k + q % width - at;
                 if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
                     micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, i, rows_left, cols, c + p, ldc, epilogue,
                                  ahead);

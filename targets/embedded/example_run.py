@@ -24,6 +24,9 @@ EMULATOR = "qemu-aarch64"
 INSTALL = "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user make cmake"
 OPTIMIZE = ["-O3", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math"]
 """The Makefile's default optimisation flags, kept when a build adds -march."""
+LAUNCHER = "ccache"
+"""Compiles through it where installed: a bundle's kernel files are the core's own, so examples of other bundles
+(and rebuilds of one) reuse their objects."""
 MAX_REPEAT = 1024
 """The example's limit for --repeat."""
 
@@ -78,21 +81,24 @@ def build_example(library: Library, build_dir: Path, system: str = "make", embed
     """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
     CMake and its toolchain file (with `embed_plan`, the plan linked in; with `threads`, the thread pool), or with
     `native`, builds them for this machine's architecture with its own compiler (`make CROSS=`), for the CPU `march`
-    names where given (`native`, `x86-64-v3`); returns the example binary."""
+    names where given (`native`, `x86-64-v3`); through ccache where installed; returns the example binary."""
     missing = [tool for tool in ("gcc", "make") if not shutil.which(tool)] if native else missing_tools(system)
     if missing:
         raise EdgepackError(f"building the C library needs {', '.join(missing)}, not installed here", fix=INSTALL)
     build_dir = build_dir.absolute()
+    launcher = shutil.which(LAUNCHER)
+    compiler = [f"CC={launcher} {'gcc' if native else CROSS_COMPILER}"] if launcher else []
     if native:
         tuned = [f"CFLAGS={' '.join([*OPTIMIZE, f'-march={march}'])}"] if march else []
-        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", *tuned,
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", "CROSS=", *compiler, *tuned,
                      f"THREADS={int(threads)}", "-j2"]]
     elif system == "make":
-        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", f"EMBED_PLAN={int(embed_plan)}",
-                     f"THREADS={int(threads)}", "-j2"]]
+        commands = [["make", "-C", str(library.folder), f"BUILD={build_dir}", *compiler,
+                     f"EMBED_PLAN={int(embed_plan)}", f"THREADS={int(threads)}", "-j2"]]
     elif system == "cmake":
         commands = [["cmake", "-S", str(library.folder), "-B", str(build_dir),
                      f"-DCMAKE_TOOLCHAIN_FILE={library.folder.absolute() / TOOLCHAIN}",
+                     *([f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}"] if launcher else []),
                      f"-DEMBED_PLAN={'ON' if embed_plan else 'OFF'}", f"-DTHREADS={'ON' if threads else 'OFF'}"],
                     ["cmake", "--build", str(build_dir), "-j2"]]
     else:

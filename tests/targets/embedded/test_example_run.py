@@ -1,11 +1,15 @@
-"""`cached_example`: the example binary `edgepack bench` runs is built once per bundle's files and flags."""
+"""`cached_example`: the example binary `edgepack bench` runs is built once per bundle's files and flags; and
+`build_example` compiles through ccache where it is installed."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
-from edgepack.targets.embedded.example_run import cached_example, read_library, run_example
+import pytest
+
+from edgepack.targets.embedded.example_run import build_example, cached_example, read_library, run_example
 
 from .library_builds import TOLERANCE, LibraryBuilds, relative_error
 
@@ -23,3 +27,26 @@ def test_a_bundle_benchmarked_again_reuses_its_example_binary(builds: LibraryBui
     for key, value in builds.reference("tiny-cnn").items():
         assert relative_error(value, outputs[key]) <= TOLERANCE, key
     assert cached_example(copy, threads=True) != first
+
+
+def ccache_counts() -> dict[str, int]:
+    lines = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, check=True).stdout
+    return {key: int(value) for key, value in (line.split("\t") for line in lines.splitlines())}
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_a_second_folder_of_one_bundle_compiles_from_ccache(builds: LibraryBuilds, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """In an empty cache the first build misses on every source it compiles; a build of a copy of the bundle (another
+    folder, another build folder) hits on every one of them, and its binary is the first's, byte for byte."""
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
+    library = builds.library("tiny-cnn")
+    first = build_example(library, tmp_path / "first")
+    sources = len(list((tmp_path / "first").rglob("*.o")))
+    cold = ccache_counts()
+    assert cold["direct_cache_miss"] == sources and cold["direct_cache_hit"] == 0
+    copy = read_library(shutil.copytree(library.folder, tmp_path / "copy"))
+    again = build_example(copy, tmp_path / "again")
+    warm = ccache_counts()
+    assert warm["direct_cache_hit"] == sources and warm["direct_cache_miss"] == sources
+    assert again.read_bytes() == first.read_bytes()

@@ -46,12 +46,15 @@ def leftovers(out: Path) -> list[str]:
     return sorted(p.name for p in out.iterdir() if p.name != "model-generic")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("share", [0.2, 0.6, 0.75, 0.9])
+SIGNALS_AT = [(0.2, signal.SIGINT), (0.6, signal.SIGTERM), (0.75, signal.SIGINT), (0.9, signal.SIGTERM)]
+"""A share of a whole build's time and the signal sent then."""
+
+
+@pytest.mark.parametrize(("share", "signum"), SIGNALS_AT, ids=[f"{s}-{signal.Signals(n).name}" for s, n in SIGNALS_AT])
 def test_a_signal_during_the_build_leaves_the_older_bundle(older: tuple[Path, Path, float], tmp_path: Path,
-                                                           signum: int, share: float) -> None:
+                                                           share: float, signum: int) -> None:
     """The signal comes at a share of a whole build's time, so that it falls in different stages (imports, load and
-    slim, the oracle, packaging and verify) on a fast machine or a slow one."""
+    slim, the oracle, packaging and verify) on a fast machine or a slow one; each signal in two of them."""
     source, template, whole_s = older
     out = tmp_path / "dist"
     shutil.copytree(template, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -76,6 +77,22 @@ def missing_tools(system: str = "make") -> list[str]:
     return [tool for tool in (CROSS_COMPILER, system, EMULATOR) if not shutil.which(tool)]
 
 
+def compiler_launcher() -> str | None:
+    """ccache where it is installed and its cache folder can be written (else it fails every compile), or None."""
+    launcher = shutil.which(LAUNCHER)
+    if launcher is None:
+        return None
+    config = subprocess.run([launcher, "--get-config", "cache_dir"], capture_output=True, text=True)
+    if config.returncode != 0 or not config.stdout.strip():
+        return None
+    folder = Path(config.stdout.strip())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return launcher if os.access(folder, os.W_OK) else None
+
+
 def build_example(library: Library, build_dir: Path, system: str = "make", embed_plan: bool = False,
                   native: bool = False, march: str | None = None, threads: bool = False) -> Path:
     """Cross-compiles the library and its example for aarch64 into `build_dir` with the bundle's Makefile or with
@@ -86,7 +103,7 @@ def build_example(library: Library, build_dir: Path, system: str = "make", embed
     if missing:
         raise EdgepackError(f"building the C library needs {', '.join(missing)}, not installed here", fix=INSTALL)
     build_dir = build_dir.absolute()
-    launcher = shutil.which(LAUNCHER)
+    launcher = compiler_launcher()
     compiler = [f"CC={launcher} {'gcc' if native else CROSS_COMPILER}"] if launcher else []
     if native:
         tuned = [f"CFLAGS={' '.join([*OPTIMIZE, f'-march={march}'])}"] if march else []

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from edgepack.targets.embedded.example_run import build_example, cached_example, read_library, run_example
+from edgepack.targets.embedded.example_run import (
+    build_example,
+    cached_example,
+    compiler_launcher,
+    read_library,
+    run_example,
+)
 
 from .library_builds import TOLERANCE, LibraryBuilds, relative_error
 
@@ -50,3 +56,14 @@ def test_a_second_folder_of_one_bundle_compiles_from_ccache(builds: LibraryBuild
     warm = ccache_counts()
     assert warm["direct_cache_hit"] == sources and warm["direct_cache_miss"] == sources
     assert again.read_bytes() == first.read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_ccache_is_left_out_where_its_cache_folder_cannot_be_made(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """ccache fails every compile when it cannot make its folder: then the build runs the compiler alone."""
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "usable"))
+    assert compiler_launcher() == shutil.which("ccache") and (tmp_path / "usable").is_dir()
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    assert compiler_launcher() is None

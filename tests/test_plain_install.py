@@ -1,5 +1,6 @@
 """edgepack installed with no extras (no onnxruntime, OpenVINO, coremltools or Playwright) in a fresh venv: a
-generic build of a real sample verifies and runs, and test modules that need an extra skip naming it."""
+generic build of a real sample verifies and runs (on `reference` and on the C core built from the installed
+sources), and test modules that need an extra skip naming it."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def test_a_generic_build_verifies_and_runs(plain: Path, tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     probabilities = np.load(next((tmp_path / "out").glob("*.npy")))
     assert probabilities.shape == (1, 2) and np.isclose(probabilities.sum(), 1, atol=1e-5)
+    # the C core built from the installed package's own sources (the thread pool's among them)
+    on_cpu = run(plain, "-m", "edgepack", "run", tmp_path / f"{model.stem}-generic", "--input",
+                 f"x={tmp_path / 'x.npy'}", "--provider", "cpu", "-o", tmp_path / "cpu")
+    assert on_cpu.returncode == 0, on_cpu.stderr
+    np.testing.assert_allclose(np.load(next((tmp_path / "cpu").glob("*.npy"))), probabilities, atol=1e-5)
 
 
 def test_modules_that_need_an_extra_skip_naming_it(plain: Path) -> None:

@@ -39,6 +39,12 @@ def column_scales(weight: Quantized) -> np.ndarray | None:
     return scales_per_column(weight)
 
 
+def plain_round_trip(op: Op | None) -> bool:
+    """Whether `op` is a round trip (Quantize mode ROUND_TRIP) with no activation folded in: an op that reads its
+    input in its place would skip such an activation."""
+    return op is not None and op.kind == "Quantize" and op.params[0] == ROUND_TRIP and len(op.params) == 3
+
+
 def lower_int8_matmul(lw: Lowering, x: Any, weight: Any, out: Runtime) -> bool:
     """Emits the MatMul of `x` by `weight` as Int8MatMul where `x` is a round trip's output (the round trip stays
     for its other readers; `without_unread_round_trips` drops it when none is left); whether it did."""
@@ -46,7 +52,7 @@ def lower_int8_matmul(lw: Lowering, x: Any, weight: Any, out: Runtime) -> bool:
             weight.dtype != "float32" or (scales := column_scales(weight)) is None:
         return False
     round_trip = lw.writer(x.index)
-    if round_trip is None or round_trip.kind != "Quantize" or round_trip.params[0] != ROUND_TRIP:
+    if not plain_round_trip(round_trip):
         return False
     source, x_scale, x_zero = (Runtime(i, lw.tensors[i].dtype, lw.tensors[i].shape) for i in round_trip.inputs)
     packed = lw.reshaped_weight(weight, "int8 panels", lambda w: int8_panels(w.values))

@@ -34,16 +34,17 @@ def test_int8_panels_hold_four_rows_of_a_column_side_by_side() -> None:
 
 
 def qdq_matmul(rows: int, k: int, n: int, zero_type: int = TensorProto.UINT8, per_tensor: bool = False,
-               readers: int = 1, then_relu: bool = False, also_add: bool = False, bias: bool = False
-               ) -> onnx.ModelProto:
-    """x [rows, k] -> QuantizeLinear -> DequantizeLinear -> `readers` MatMuls by int8 weights (k x n, scales per
-    column or one), summed; then a bias per column added, a Relu, and the round trip also added to itself, if
-    asked."""
+               readers: int = 1, then_relu: bool = False, also_add: bool = False, bias: bool = False,
+               before: str = "Identity") -> onnx.ModelProto:
+    """x [rows, k] -> `before` -> QuantizeLinear -> DequantizeLinear -> `readers` MatMuls by int8 weights (k x n,
+    scales per column or one), summed; then a bias per column added, a Relu, and the round trip also added to itself,
+    if asked."""
     rng = np.random.default_rng(rows * 1000 + k + n)
     zero = 3 if zero_type == TensorProto.INT8 else 131
     constants = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
                  helper.make_tensor("xz", zero_type, [], [zero])]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+    nodes = [helper.make_node(before, ["x"], ["xa"]),
+             helper.make_node("QuantizeLinear", ["xa", "xs", "xz"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"])]
     products = []
     for r in range(readers):
@@ -146,6 +147,19 @@ def test_few_rows_keep_the_float_product() -> None:
     """At most 4 rows run as the round trip and a MatMul on its floats (the 8-row integer tile would be mostly idle)."""
     kinds = [op.kind for op in lower_to_plan(qdq_matmul(4, 32, 32), {"x": [4, 32]}).ops]
     assert "Int8MatMul" not in kinds and "Quantize" in kinds
+
+
+@pytest.mark.parametrize("before", ["Sigmoid", "HardSwish"])
+def test_a_round_trip_holding_an_activation_keeps_the_float_product(before: str) -> None:
+    """An activation before the QuantizeLinear folds into the round trip, which Int8MatMul (reading the round trip's
+    input) would skip: the round trip stays and the MatMul reads its floats."""
+    model = qdq_matmul(16, 64, 40, before=before)
+    kinds = [op.kind for op in lower_to_plan(model, {"x": [16, 64]}).ops]
+    assert "Int8MatMul" not in kinds and "Quantize" in kinds
+    feeds = inputs(16, 64)
+    expected = run_onnxruntime(model, feeds)["y"]
+    actual = PROVIDERS["cpu"].compile(model, {}).run(feeds)["y"]
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("field", ["B's groups", "column sums"])

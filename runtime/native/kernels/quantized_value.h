@@ -7,14 +7,15 @@
 #define ROUND_MAGIC 12582912.0f
 
 /* x quantized with one scale and zero point into [low, high], the byte as a float: x / scale is clamped into
-   [-2^21, 2^21] first (NaN to the low end, as store_quantized), so the rounding trick holds and the saturation bounds
-   it. Inline, for the loops that call it to vectorize. */
+   [low - zero, high - zero] first (NaN to the low end, as store_quantized; the bounds are integers, so clamping
+   before rounding gives the same), so the rounding trick holds. Inline, for the loops that call it to vectorize:
+   two selects each compared unconditionally, which GCC if-converts under its default -ftrapping-math (a clamp to
+   +-2^21 before a clamp to the bounds kept every such loop scalar). */
 static inline float quantized_value(float x, float scale, float zero, float low, float high) {
     float v = x / scale;
-    v = v == v ? v : -2097152.0f;
-    v = v < -2097152.0f ? -2097152.0f : (v > 2097152.0f ? 2097152.0f : v);
-    v = (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
-    return v < low ? low : (v > high ? high : v);
+    v = v >= low - zero ? v : low - zero;
+    v = v <= high - zero ? v : high - zero;
+    return (v + ROUND_MAGIC) - ROUND_MAGIC + zero;
 }
 
 /* The round trip (QuantizeLinear then DequantizeLinear, one scale and an int8 or uint8 zero point) of x, as

@@ -39,9 +39,10 @@ target of issue 5 (<= 1.5) on both clocks. Absolute times are this machine's, an
 max |diff|: the largest absolute difference between the two sides' outputs, over every output, on the timed input.
 
 compute floor: the plan's products (Conv and ConvTranspose: output or input elements times the taps of a group's
-channels; MatMul, PackedMatMul, Int8MatMul and Gemm: output elements times the contracted length; two FLOPs each)
-over the core's own matrix-product speed, measured after the blocks on a 512^3 MatMul plan (median of 30 calls):
-GFLOP, floor ms, and cpu ms / floor ms (how far the model runs from doing only its products at that speed).
+channels; MatMul, PackedMatMul, Int8MatMul, RoundTripMatMul and Gemm: output elements times the contracted length;
+two FLOPs each) over the core's own matrix-product speed, measured after the blocks on a 512^3 MatMul plan (median
+of 30 calls): GFLOP, floor ms, and cpu ms / floor ms (how far the model runs from doing only its products at that
+speed).
 
 memory: edgepack's plan states its memory: the activation arena, the kernels' scratch and the weight blob (read in
 place), from the `.epk` header. Both sides are also measured the same way, each in a fresh Python process (spawned,
@@ -110,7 +111,8 @@ class Case:
     plan: bytes
     feeds: Feeds
     flops: float
-    """The plan's multiply-adds of Conv, ConvTranspose, MatMul, PackedMatMul, Int8MatMul and Gemm, times two."""
+    """The plan's multiply-adds of Conv, ConvTranspose, MatMul, PackedMatMul, Int8MatMul, RoundTripMatMul and Gemm,
+    times two."""
     blocks: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     """Median seconds per call, one per block, by clock and side."""
     growth: dict[str, int] = field(default_factory=dict)
@@ -166,8 +168,9 @@ def qdq_quantized(model: onnx.ModelProto, feeds: Feeds) -> onnx.ModelProto:
 
 def product_flops(plan: epk.Plan) -> float:
     """2 x the multiply-adds of the plan's products: Conv (output elements x input channels per group x kernel
-    taps), ConvTranspose (input elements x output channels per group x taps), MatMul, PackedMatMul, Int8MatMul and
-    Gemm (output elements x the contracted length; Int8MatMul's count at the float speed, as its peers' are)."""
+    taps), ConvTranspose (input elements x output channels per group x taps), MatMul, PackedMatMul, Int8MatMul,
+    RoundTripMatMul and Gemm (output elements x the contracted length; the int8 products' count at the float speed,
+    as their peers' are)."""
     total = 0
     for op in plan.ops:
         shapes = [plan.tensors[i].shape if i is not None else () for i in op.inputs]
@@ -176,7 +179,7 @@ def product_flops(plan: epk.Plan) -> float:
             total += math.prod(out) * math.prod(shapes[1][1:])
         elif op.kind == "ConvTranspose":
             total += math.prod(shapes[0]) * math.prod(shapes[1][1:])
-        elif op.kind in ("MatMul", "PackedMatMul", "Int8MatMul"):
+        elif op.kind in ("MatMul", "PackedMatMul", "Int8MatMul", "RoundTripMatMul"):
             total += math.prod(out) * shapes[0][-1]
         elif op.kind == "Gemm":
             total += math.prod(out) * (shapes[0][0] if op.params[0] else shapes[0][-1])

@@ -16,6 +16,7 @@ from ..quantized import Quantized, in_panels
 from ..values import PANEL_COLUMNS, Runtime, attributes
 from . import constant, dtype_of, emitter, shape_of, unsupported
 from .int8_matmul import lower_int8_matmul
+from .round_trip_matmul import lower_round_trip_matmul
 
 if TYPE_CHECKING:
     from ..lower import Lowering
@@ -242,6 +243,8 @@ def emit_matmul(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[A
     n = b[-1] if len(b) > 1 else 1
     over_gemv_rows = n > 0 and int(np.prod(a[:-1])) > GEMV_ROWS
     if over_gemv_rows and lower_int8_matmul(lw, inputs[0], inputs[1], out):
+        return [out]
+    if len(a) > 1 and a[-2] > GEMV_ROWS and lower_round_trip_matmul(lw, inputs[0], inputs[1], out):
         return [out]
     if lw.packed_weights and over_gemv_rows and (packed := _packed_weight(lw, inputs[1], False)) is not None:
         lw.emit("PackedMatMul", [inputs[0], packed], [out], [n, ACTIVATIONS["None"], F32(0.0), F32(0.0)])

@@ -1,20 +1,12 @@
 /* MatMul (batched, numpy broadcasting over batch dims, 1-D operands), Gemm (transposes, alpha, beta, C) and
    PackedMatMul (by a weight packed at plan time). */
 #include "broadcast.h"
-#include "gemm.h"
+#include "matmul.h"
 
-typedef struct matmul_shape {
-    int64_t m, k, n, batch;
-    int32_t batch_rank;
-    int64_t batch_dims[EP_MAX_RANK], a_strides[EP_MAX_RANK], b_strides[EP_MAX_RANK];
-} matmul_shape;
-
-static ep_status read_matmul(const ep_node *n, matmul_shape *s, char *error) {
-    ep_status status = ep_expect(n, 2, 2, 1, error);
-    if (status != EP_OK) return status;
+ep_status ep_matmul_shape(const ep_node *n, matmul_shape *s, char *error) {
     const ep_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
     if (a->dtype != EP_F32 || b->dtype != EP_F32 || y->dtype != EP_F32) return ep_fail(error, n, ": float32 only");
-    if (a->rank < 1 || b->rank < 1 || n->n_params != 0) return ep_fail(error, n, ": operands must have rank >= 1");
+    if (a->rank < 1 || b->rank < 1) return ep_fail(error, n, ": operands must have rank >= 1");
     s->m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
     s->k = a->dims[a->rank - 1];
     int64_t kb = b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2];
@@ -44,6 +36,25 @@ static ep_status read_matmul(const ep_node *n, matmul_shape *s, char *error) {
     if (a->rank > 1 && y->dims[at++] != s->m) return ep_fail(error, n, ": wrong output rows");
     if (b->rank > 1 && y->dims[at] != s->n) return ep_fail(error, n, ": wrong output columns");
     return EP_OK;
+}
+
+void ep_matmul_offsets(const matmul_shape *s, int64_t product, int64_t *a_offset, int64_t *b_offset) {
+    int64_t ao = 0, bo = 0, rest = product;
+    for (int32_t d = s->batch_rank - 1; d >= 0; d--) {
+        int64_t at = rest % s->batch_dims[d];
+        rest /= s->batch_dims[d];
+        ao += at * s->a_strides[d];
+        bo += at * s->b_strides[d];
+    }
+    *a_offset = ao;
+    *b_offset = bo;
+}
+
+static ep_status read_matmul(const ep_node *n, matmul_shape *s, char *error) {
+    ep_status status = ep_expect(n, 2, 2, 1, error);
+    if (status != EP_OK) return status;
+    if (n->n_params != 0) return ep_fail(error, n, ": bad params");
+    return ep_matmul_shape(n, s, error);
 }
 
 static ep_status check_matmul(const ep_node *n, size_t *scratch, char *error) {
@@ -91,8 +102,8 @@ static void product_task(void *arg, int32_t worker, int64_t index) {
     }
 }
 
-static void product(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
-                    int64_t b_row, int64_t b_col, float *c, const ep_epilogue *e, const ep_context *ctx) {
+void ep_matmul_product(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
+                       int64_t b_row, int64_t b_col, float *c, const ep_epilogue *e, const ep_context *ctx) {
     if (k == 0) {
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
@@ -151,14 +162,10 @@ static void batch_task(void *arg, int32_t worker, int64_t index) {
     int64_t begin, end;
     ep_task_range(s->batch, t->tasks, index, 1, &begin, &end);
     for (int64_t i = begin; i < end; i++) {
-        int64_t ao = 0, bo = 0, rest = i;
-        for (int32_t d = s->batch_rank - 1; d >= 0; d--) {
-            int64_t at = rest % s->batch_dims[d];
-            rest /= s->batch_dims[d];
-            ao += at * s->a_strides[d];
-            bo += at * s->b_strides[d];
-        }
-        product(s->m, s->k, s->n, t->a + ao, s->k, 1, t->b + bo, s->n, 1, t->y + i * s->m * s->n, &e, &context);
+        int64_t ao, bo;
+        ep_matmul_offsets(s, i, &ao, &bo);
+        ep_matmul_product(s->m, s->k, s->n, t->a + ao, s->k, 1, t->b + bo, s->n, 1, t->y + i * s->m * s->n, &e,
+                          &context);
     }
 }
 
@@ -210,8 +217,8 @@ static ep_status run_gemm(const ep_node *n, const ep_context *ctx) {
     }
     ep_epilogue e = {0, alpha, accumulate, n->params[4], ep_param_f32(n, 5), ep_param_f32(n, 6)};
     int64_t a_cols = a->dims[1], b_cols = b->dims[1];
-    product(m, k, cols, (const float *)a->data, trans_a ? 1 : a_cols, trans_a ? a_cols : 1, (const float *)b->data,
-            trans_b ? 1 : b_cols, trans_b ? b_cols : 1, out, &e, ctx);
+    ep_matmul_product(m, k, cols, (const float *)a->data, trans_a ? 1 : a_cols, trans_a ? a_cols : 1,
+                      (const float *)b->data, trans_b ? 1 : b_cols, trans_b ? b_cols : 1, out, &e, ctx);
     return EP_OK;
 }
 

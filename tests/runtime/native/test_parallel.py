@@ -32,6 +32,7 @@ from edgepack.runtime.native.build import aarch64_runner, runner, thread_sanitiz
 from edgepack.runtime.native.emulated import qemu
 from edgepack.runtime.providers import PROVIDERS
 from tests.compiler.emitters.test_int8_matmul import qdq_matmul
+from tests.compiler.emitters.test_round_trip_matmul import qdq_attention
 from tests.oracle import run_onnxruntime
 
 from .sample_plans import TOLERANCE, relative_error, slimmed
@@ -134,6 +135,7 @@ PATHS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "lstm, two directions": lstm(20, 1, 64, 96),
     "lstm, two directions of three rows": lstm(12, 3, 32, 64),
     "int8 matmul and a round trip": lambda rng: qdq_matmul(96, 256, 200, also_add=True),
+    "matmul of two round trips": lambda rng: qdq_attention([2, 60, 48], [2, 48, 130]),
     "quantize, dequantize": quantize_and_back,
 }
 """Each path of the kernels that split their work, on sizes that give every worker a task of its own (Binary splits
@@ -310,7 +312,7 @@ def run_command(command: list[str], options: list[str], plan: bytes, feeds: dict
 
 
 @pytest.mark.parametrize("name", ["conv padded, on the grid", "depthwise on bands", "winograd", "matmul in place",
-                                  "conv transpose, tiling"])
+                                  "conv transpose, tiling", "matmul of two round trips"])
 def test_the_sanitized_runner_on_three_threads_matches_its_one_thread_run(name: str, tmp_path: Path) -> None:
     """AddressSanitizer and UndefinedBehaviorSanitizer over a run on 3 threads: each worker's scratch in bounds (the
     sanitized build has its own instructions, so its bits are compared with its own one-thread run)."""

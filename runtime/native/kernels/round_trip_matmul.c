@@ -2,8 +2,8 @@
    probabilities by V), each through its own round trip (QuantizeLinear then DequantizeLinear, one scale and one int8
    or uint8 zero point). With AVX2, both are quantized less their zero points to int16 (A's rows; B a panel of 32
    columns at a time, as int16 pairs of rows) and each product runs on int16 pairs (vpmaddwd, exact in int32), times
-   both scales at the end. Elsewhere, and for K over PAIR_MAX_K (33025), both take their float round trip into the scratch
-   and each product runs as MatMul's.
+   both scales at the end. Elsewhere, and for K over PAIR_MAX_K (33025), both take their float round trip into the
+   scratch and each product runs as MatMul's.
    Inputs: A float32 [..., M, K], B float32 [..., K, N] (batch dims broadcast as MatMul's), A's scale float32 [] and
    zero point uint8 or int8 [], B's scale and zero point the same. No params. */
 #include "matmul.h"

@@ -175,20 +175,44 @@ def _set_activation(producer: epk.Op, kind: str, a: float, b: float) -> bool:
 
 BIAS_INPUT = {"PackedMatMul": 2, "Int8MatMul": 6}
 """The products by a constant weight that take a bias per column, and its input."""
+BIAS_AFTER_ROUND_TRIP_INPUT = 7
+"""Int8MatMul's input of a bias per column added after its activation, where that is its output's round trip."""
+ROUND_TRIPS = (ACTIVATIONS["RoundTripU8"], ACTIVATIONS["RoundTripI8"])
+
+
+def _round_tripped_int8_matmul(lw: Lowering, source: Value) -> epk.Op | None:
+    """The Int8MatMul whose output's round trip (folded into it as its activation, its own op left a Copy sharing
+    the buffer) gives `source`, when that Copy is its only reader and `source` is read once and no graph output."""
+    copy = _fusing_producer(lw, source, ("Copy",))
+    if copy is None or lw.aliases.get(source.index) != copy.inputs[0]:
+        return None
+    product = lw.writer(copy.inputs[0])
+    if product is None or product.kind != "Int8MatMul" or product.params[1] not in ROUND_TRIPS or \
+            lw.tensors[copy.inputs[0]].name in lw.graph_outputs or \
+            sum(copy.inputs[0] in op.inputs for op in lw.ops) != 1:
+        return None
+    return product
 
 
 def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:
     """x + bias, bias a float32 constant row of x's N columns, where x is the output of a PackedMatMul or Int8MatMul
-    without a bias or activation yet (a Linear layer exported as MatMul and Add): the bias goes into the product's
-    epilogue; None where it does not apply."""
+    without a bias or activation yet (a Linear layer exported as MatMul and Add), or the round trip of an
+    Int8MatMul's output (a QDQ Linear's bias, added after QuantizeLinear and DequantizeLinear): the bias goes into the
+    product's epilogue, before or after its activation; None where it does not apply."""
     source, value = (a, b) if isinstance(a, Runtime) else (b, a)
-    producer = _fusing_producer(lw, source)
-    if producer is None or producer.kind not in BIAS_INPUT or isinstance(value, Runtime):
+    if isinstance(value, Runtime):
         return None
-    value, slot, n = np.asarray(value), BIAS_INPUT[producer.kind], shape_of(source)[-1]
-    activation = producer.params[ACTIVATION_PARAM[producer.kind]]
+    producer = _fusing_producer(lw, source)
+    if producer is not None and producer.kind in BIAS_INPUT and \
+            producer.params[ACTIVATION_PARAM[producer.kind]] == ACTIVATIONS["None"]:
+        slot = BIAS_INPUT[producer.kind]
+    elif (producer := _round_tripped_int8_matmul(lw, source)) is not None:
+        slot = BIAS_AFTER_ROUND_TRIP_INPUT
+    else:
+        return None
+    value, n = np.asarray(value), shape_of(source)[-1]
     if value.dtype != np.float32 or value.size != n or value.shape[-1:] != (n,) or \
-            value.ndim > len(shape_of(source)) or activation != ACTIVATIONS["None"]:
+            value.ndim > len(shape_of(source)):
         return None
     if len(producer.inputs) > slot and producer.inputs[slot] is not None:
         return None

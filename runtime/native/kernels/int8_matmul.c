@@ -8,7 +8,8 @@
    Inputs: X float32 [..., M, K]; B int8 [ceil(N / 32), ceil(K / 4), 32, 4]: panels of 32 columns, each column's rows
    4g .. 4g + 3 side by side (the dot-product instructions' groups), zero past K and N; B's scales float32 [N]; B's
    column sums int32 [N] (for X's zero point); X's scale float32 [] and zero point uint8 or int8 []; a bias per column
-   float32 [N] (optional). Params N, activation, activation a, activation b. */
+   float32 [N] (optional); a bias per column added after the activation, float32 [N] (optional: a QDQ Linear's bias,
+   added after its output's round trip). Params N, activation, activation a, activation b. */
 #include "gemm.h"
 #include "quantized_value.h"
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
@@ -22,14 +23,15 @@
 enum { PANEL = EP_PREPACKED_COLUMNS, GROUP = 4, INT8_MR = 8 };
 
 static ep_status check_int8_matmul(const ep_node *n, size_t *scratch, char *error) {
-    ep_status status = ep_expect(n, 6, 7, 1, error);
+    ep_status status = ep_expect(n, 6, 8, 1, error);
     if (status != EP_OK) return status;
     const ep_tensor *x = n->in[0], *b = n->in[1], *b_scale = n->in[2], *sums = n->in[3], *x_scale = n->in[4];
     const ep_tensor *x_zero = n->in[5], *bias = n->n_in > 6 ? n->in[6] : 0, *y = n->out[0];
+    const ep_tensor *bias_after = n->n_in > 7 ? n->in[7] : 0;
     if (!b || !b_scale || !sums || !x_scale || !x_zero) return ep_fail(error, n, ": an input is missing");
     if (x->dtype != EP_F32 || y->dtype != EP_F32 || b->dtype != EP_I8 || b_scale->dtype != EP_F32 ||
         sums->dtype != EP_I32 || x_scale->dtype != EP_F32 || (x_zero->dtype != EP_U8 && x_zero->dtype != EP_I8) ||
-        (bias && bias->dtype != EP_F32))
+        (bias && bias->dtype != EP_F32) || (bias_after && bias_after->dtype != EP_F32))
         return ep_fail(error, n, ": wrong dtypes");
     if (n->n_params != 4 || n->params[1] < 0 || n->params[1] >= EP_ACT_KINDS || x->rank < 1 || y->rank != x->rank)
         return ep_fail(error, n, ": bad params");
@@ -38,7 +40,7 @@ static ep_status check_int8_matmul(const ep_node *n, size_t *scratch, char *erro
         b->dims[2] != PANEL || b->dims[3] != GROUP)
         return ep_fail(error, n, ": B is not packed for its columns");
     if (b_scale->count != cols || sums->count != cols || x_scale->count != 1 || x_zero->count != 1 ||
-        (bias && bias->count != cols))
+        (bias && bias->count != cols) || (bias_after && bias_after->count != cols))
         return ep_fail(error, n, ": one scale, sum and bias per column, and one scale and zero point for X");
     for (int32_t d = 0; d + 1 < x->rank; d++)
         if (y->dims[d] != x->dims[d]) return ep_fail(error, n, ": wrong output shape");
@@ -50,7 +52,7 @@ static ep_status check_int8_matmul(const ep_node *n, size_t *scratch, char *erro
 
 typedef struct int8_product {
     int64_t rows, k, groups, cols;
-    const float *x, *b_scale;
+    const float *x, *b_scale, *bias_after; /* bias_after: added after the activation, or NULL */
     const int8_t *b;
     const int32_t *sums;
     float x_scale, x_zero, low, high;
@@ -81,6 +83,12 @@ static void each_panel(int8_product *m, panel_product panel) {
     m->tasks = ep_task_count(m->ctx, panels, (double)(m->rows * m->k * m->cols));
     int8_panels t = {m, panel};
     ep_parallel(m->ctx, m->tasks, panels_task, &t);
+}
+
+/* The bias after the activation of panel p's first `width` columns, added to one row of them. */
+static void add_bias_after(const int8_product *m, float *out, int64_t p, int64_t width) {
+    const float *bias = m->bias_after + p * PANEL;
+    for (int64_t j = 0; j < width; j++) out[j] += bias[j];
 }
 
 /* B's scales of panel p's 32 columns (times `factor`), zero past column N. */
@@ -121,6 +129,7 @@ static void finish_row(const int8_product *m, const int32_t *sums, int64_t row, 
         out[j] = m->e->accumulate ? out[j] + value : value;
     }
     ep_activate_row(m->e->act, out, out, width, m->e->act_a, m->e->act_b);
+    if (m->bias_after) add_bias_after(m, out, p, width);
 }
 
 /* Panel p's scales (times X's) and zero-point offsets (`zero` times each column's sum), zero past column N. */
@@ -238,6 +247,8 @@ static void float_panel(const int8_product *m, int64_t p, float *scratch) {
     }
     int64_t width = m->cols - p * PANEL < PANEL ? m->cols - p * PANEL : PANEL;
     ep_gemm_prepacked(m->rows, m->k, width, (const float *)m->x_ready, m->k, panel, m->y + p * PANEL, m->cols, m->e);
+    if (m->bias_after)
+        for (int64_t i = 0; i < m->rows; i++) add_bias_after(m, m->y + i * m->cols + p * PANEL, p, width);
 }
 
 /* X's float round trip (QuantizeLinear then DequantizeLinear), then each panel of B (float_panel). */
@@ -254,8 +265,10 @@ static ep_status run_int8_matmul(const ep_node *n, const ep_context *ctx) {
     float *out = (float *)n->out[0]->data;
     ep_epilogue e = ep_column_bias(n, n->n_in > 6 ? n->in[6] : 0);
     int is_signed = x_zero->dtype == EP_I8;
+    const ep_tensor *bias_after = n->n_in > 7 ? n->in[7] : 0;
     int8_product m = {rows, x->dims[x->rank - 1], b->dims[1], cols, (const float *)x->data,
-                      (const float *)n->in[2]->data, (const int8_t *)b->data, (const int32_t *)n->in[3]->data,
+                      (const float *)n->in[2]->data, bias_after ? (const float *)bias_after->data : 0,
+                      (const int8_t *)b->data, (const int32_t *)n->in[3]->data,
                       *(const float *)n->in[4]->data,
                       is_signed ? (float)*(const int8_t *)x_zero->data : (float)*(const uint8_t *)x_zero->data,
                       is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f, out, &e, ctx, 1, 0};

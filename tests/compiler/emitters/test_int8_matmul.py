@@ -35,10 +35,10 @@ def test_int8_panels_hold_four_rows_of_a_column_side_by_side() -> None:
 
 def qdq_matmul(rows: int, k: int, n: int, zero_type: int = TensorProto.UINT8, per_tensor: bool = False,
                readers: int = 1, then_relu: bool = False, also_add: bool = False, bias: bool = False,
-               before: str = "Identity") -> onnx.ModelProto:
+               before: str = "Identity", round_trip_out: bool = False) -> onnx.ModelProto:
     """x [rows, k] -> `before` -> QuantizeLinear -> DequantizeLinear -> `readers` MatMuls by int8 weights (k x n,
-    scales per column or one), summed; then a bias per column added, a Relu, and the round trip also added to itself,
-    if asked."""
+    scales per column or one), summed; then the sum's own QuantizeLinear and DequantizeLinear, a bias per column
+    added, a Relu, and the round trip also added to itself, if asked."""
     rng = np.random.default_rng(rows * 1000 + k + n)
     zero = 3 if zero_type == TensorProto.INT8 else 131
     constants = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
@@ -58,6 +58,12 @@ def qdq_matmul(rows: int, k: int, n: int, zero_type: int = TensorProto.UINT8, pe
     for r, product in enumerate(products[1:]):
         nodes.append(helper.make_node("Add", [total, product], [f"s{r}"]))
         total = f"s{r}"
+    if round_trip_out:
+        constants += [numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+                      helper.make_tensor("yz", zero_type, [], [zero])]
+        nodes += [helper.make_node("QuantizeLinear", [total, "ys", "yz"], ["yq"]),
+                  helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["yd"])]
+        total = "yd"
     if bias:
         constants.append(numpy_helper.from_array(np.linspace(-2, 2, n, dtype=np.float32), "bias"))
         nodes.append(helper.make_node("Add", [total, "bias"], ["biased"]))
@@ -79,6 +85,9 @@ FORMS = {
     "Relu fused, 8 rows": (8, 64, 32, {"then_relu": True}),
     "three MatMuls on one round trip": (16, 40, 24, {"readers": 3}),
     "a bias added after it, then Relu": (12, 64, 40, {"bias": True, "then_relu": True}),
+    "its output's round trip, then a bias": (30, 64, 70, {"round_trip_out": True, "bias": True}),
+    "int8 X, its output's round trip, then a bias": (9, 40, 33, {"zero_type": TensorProto.INT8,
+                                                                 "round_trip_out": True, "bias": True}),
 }
 
 
@@ -126,6 +135,15 @@ def test_the_avx2_core_runs_it_on_int16_pairs_and_matches_onnxruntime(form: str)
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 
+def test_a_bias_after_its_round_trip_fuses_after_the_activation() -> None:
+    """A QDQ Linear's bias added after the output's QuantizeLinear and DequantizeLinear: the round trip is the
+    product's activation, and the bias its input 7, added after it."""
+    ops = lower_to_plan(qdq_matmul(30, 64, 70, round_trip_out=True, bias=True), {"x": [30, 64]}).ops
+    op, = [op for op in ops if op.kind == "Int8MatMul"]
+    assert op.params[1] == ACTIVATIONS["RoundTripU8"] and op.inputs[6] is None and op.inputs[7] is not None
+    assert "Binary" not in [op.kind for op in ops]
+
+
 def test_the_relu_after_it_fuses() -> None:
     op, = [op for op in lower_to_plan(qdq_matmul(8, 64, 32, then_relu=True), {"x": [8, 64]}).ops
            if op.kind == "Int8MatMul"]
@@ -162,17 +180,17 @@ def test_a_round_trip_holding_an_activation_keeps_the_float_product(before: str)
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
 
 
-@pytest.mark.parametrize("field", ["B's groups", "column sums"])
+@pytest.mark.parametrize("field", ["B's groups", "column sums", "bias after the activation"])
 def test_loader_refuses_an_int8_matmul_whose_inputs_do_not_fit(field: str) -> None:
-    plan = lower_to_plan(qdq_matmul(8, 64, 32), {"x": [8, 64]})
+    plan = lower_to_plan(qdq_matmul(8, 64, 32, round_trip_out=True, bias=True), {"x": [8, 64]})
     op, = [op for op in plan.ops if op.kind == "Int8MatMul"]
     NativeSession(epk.write(plan))
     if field == "B's groups":
         weight = plan.tensors[op.inputs[1]]
         weight.shape, weight.data = (1, 15, 32, 4), weight.data[:, :15]
     else:
-        sums = plan.tensors[op.inputs[3]]
-        sums.shape, sums.data = (31,), sums.data[:31]
+        held = plan.tensors[op.inputs[3] if field == "column sums" else op.inputs[7]]
+        held.shape, held.data = (31,), held.data[:31]
     with pytest.raises(NativeError) as caught:
         NativeSession(epk.write(plan))
     assert "Int8MatMul" in str(caught.value)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from edgepack.runtime.native.epk import ACTIVATIONS, F32
+
 from ..values import Runtime
 from .int8_matmul import plain_round_trip
 
@@ -26,5 +28,6 @@ def lower_round_trip_matmul(lw: Lowering, a: Any, b: Any, out: Runtime) -> bool:
         [Runtime(i, lw.tensors[i].dtype, lw.tensors[i].shape) for i in trip.inputs] for trip in trips)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     scratch = (m * k + k * n) * 4 + lw.gemm_scratch(k, n)
-    lw.emit("RoundTripMatMul", [a_source, b_source, a_scale, a_zero, b_scale, b_zero], [out], [], scratch)
+    lw.emit("RoundTripMatMul", [a_source, b_source, a_scale, a_zero, b_scale, b_zero], [out],
+            [ACTIVATIONS["None"], F32(0.0), F32(0.0)], scratch)
     return True

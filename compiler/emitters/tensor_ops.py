@@ -134,7 +134,8 @@ def emit_unary(lw: Lowering, node: onnx.NodeProto, inputs: list[Any]) -> list[An
     return [out]
 
 
-ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 1, "Int8MatMul": 1}
+ACTIVATION_PARAM = {"Conv": 12, "ConvTranspose": 12, "Gemm": 4, "PackedMatMul": 1, "Int8MatMul": 1,
+                    "RoundTripMatMul": 0}
 """The ops with a fused activation, and where it sits in their parameters (then its a and b)."""
 
 

@@ -5,7 +5,8 @@
    both scales at the end. Elsewhere, and for K over PAIR_MAX_K (33025), both take their float round trip into the
    scratch and each product runs as MatMul's.
    Inputs: A float32 [..., M, K], B float32 [..., K, N] (batch dims broadcast as MatMul's), A's scale float32 [] and
-   zero point uint8 or int8 [], B's scale and zero point the same. No params. */
+   zero point uint8 or int8 [], B's scale and zero point the same. Params activation, activation a, activation b
+   (the output's own round trip, or a Relu after it). */
 #include "matmul.h"
 #include "quantized_value.h"
 #if defined(__AVX2__)
@@ -27,7 +28,7 @@ static ep_status check_round_trip_matmul(const ep_node *n, size_t *scratch, char
     if (n->in[2]->dtype != EP_F32 || n->in[4]->dtype != EP_F32 || (a_zero->dtype != EP_U8 && a_zero->dtype != EP_I8) ||
         (b_zero->dtype != EP_U8 && b_zero->dtype != EP_I8))
         return ep_fail(error, n, ": scales float32, zero points uint8 or int8");
-    if (n->n_params != 0) return ep_fail(error, n, ": bad params");
+    if (n->n_params != 3 || n->params[0] < 0 || n->params[0] >= EP_ACT_KINDS) return ep_fail(error, n, ": bad params");
     matmul_shape s = {0};
     status = ep_matmul_shape(n, &s, error);
     if (status != EP_OK) return status;
@@ -55,6 +56,7 @@ typedef struct round_trip_product {
     const float *a, *b; /* this product's matrices */
     float *y;
     round_trip ra, rb;
+    const ep_epilogue *e; /* the activation */
     const ep_context *ctx;
     int64_t tasks;
 } round_trip_product;
@@ -67,8 +69,7 @@ static void float_product(const round_trip_product *p) {
     ep_context after = *p->ctx;
     after.scratch = b + p->k * p->n;
     after.scratch_floats -= (size_t)(p->m * p->k + p->k * p->n);
-    ep_epilogue e = {0, 1.0f, 0, EP_ACT_NONE, 0.0f, 0.0f};
-    ep_matmul_product(p->m, p->k, p->n, a, p->k, 1, b, p->n, 1, p->y, &e, &after);
+    ep_matmul_product(p->m, p->k, p->n, a, p->k, 1, b, p->n, 1, p->y, p->e, &after);
 }
 
 #if defined(__AVX2__)
@@ -117,6 +118,7 @@ static void pair_panel(const round_trip_product *p, int64_t c, float *scratch) {
         for (int64_t r = 0; r < rows; r++) {
             float *out = p->y + (i + r) * p->n + first;
             for (int64_t j = 0; j < width; j++) out[j] = (float)sums[r][j] * step;
+            ep_activate_row(p->e->act, out, out, width, p->e->act_a, p->e->act_b);
         }
     }
 }
@@ -143,8 +145,9 @@ static ep_status run_round_trip_matmul(const ep_node *n, const ep_context *ctx) 
     ep_matmul_shape(n, &s, unused);
     const float *a = (const float *)n->in[0]->data, *b = (const float *)n->in[1]->data;
     float *y = (float *)n->out[0]->data;
+    ep_epilogue e = {0, 1.0f, 0, n->params[0], ep_param_f32(n, 1), ep_param_f32(n, 2)};
     round_trip_product p = {s.m, s.k, s.n, 0, 0, 0, read_round_trip(n->in[2], n->in[3]),
-                            read_round_trip(n->in[4], n->in[5]), ctx, 1};
+                            read_round_trip(n->in[4], n->in[5]), &e, ctx, 1};
     for (int64_t i = 0; i < s.batch; i++) {
         int64_t ao, bo;
         ep_matmul_offsets(&s, i, &ao, &bo);

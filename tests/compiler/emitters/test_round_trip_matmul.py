@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeError, NativeSession
+from edgepack.runtime.native.epk import ACTIVATIONS
 from edgepack.runtime.providers import PROVIDERS
 from tests.oracle import run_onnxruntime
 
@@ -20,9 +21,10 @@ ZEROS = {TensorProto.UINT8: 131, TensorProto.INT8: -3}
 
 
 def qdq_attention(a_shape: list[int], b_shape: list[int], a_type: int = TensorProto.UINT8,
-                  b_type: int = TensorProto.INT8, also_add: bool = False) -> onnx.ModelProto:
+                  b_type: int = TensorProto.INT8, also_add: bool = False, round_trip_out: bool = False
+                  ) -> onnx.ModelProto:
     """a -> QuantizeLinear -> DequantizeLinear, b the same with its own scale and zero point, then MatMul; the round
-    trip of a also added to itself, if asked."""
+    trip of a also added to itself, and the product through its own round trip (uint8), if asked."""
     constants = [numpy_helper.from_array(np.array(0.02, np.float32), "as"),
                  helper.make_tensor("az", a_type, [], [ZEROS[a_type]]),
                  numpy_helper.from_array(np.array(0.03, np.float32), "bs"),
@@ -31,7 +33,12 @@ def qdq_attention(a_shape: list[int], b_shape: list[int], a_type: int = TensorPr
              helper.make_node("DequantizeLinear", ["aq", "as", "az"], ["ad"]),
              helper.make_node("QuantizeLinear", ["b", "bs", "bz"], ["bq"]),
              helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["bd"]),
-             helper.make_node("MatMul", ["ad", "bd"], ["y"])]
+             helper.make_node("MatMul", ["ad", "bd"], ["p" if round_trip_out else "y"])]
+    if round_trip_out:
+        constants += [numpy_helper.from_array(np.array(0.5, np.float32), "ys"),
+                      helper.make_tensor("yz", TensorProto.UINT8, [], [100])]
+        nodes += [helper.make_node("QuantizeLinear", ["p", "ys", "yz"], ["yq"]),
+                  helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
     if also_add:
         nodes.append(helper.make_node("Add", ["ad", "ad"], ["z"]))
@@ -58,6 +65,7 @@ FORMS = {
     "weighted values: 2 heads of 9 x 45 (odd K) by 45 x 33": ([2, 9, 45], [2, 45, 33], {}),
     "both uint8, B broadcast over the batch": ([4, 7, 24], [24, 70], {"b_type": TensorProto.UINT8}),
     "both int8, A broadcast over the batch": ([13, 8], [3, 8, 16], {"a_type": TensorProto.INT8}),
+    "the product's own round trip after it": ([2, 30, 24], [2, 24, 50], {"round_trip_out": True}),
 }
 
 
@@ -77,7 +85,7 @@ def test_qdq_matmul_of_two_values_runs_as_round_trip_matmul_and_matches_onnxrunt
     a_shape, b_shape, options = FORMS[form]
     model = qdq_attention(a_shape, b_shape, **options)
     kinds = [op.kind for op in lower_to_plan(model, {"a": a_shape, "b": b_shape}).ops]
-    assert kinds == ["RoundTripMatMul"]
+    assert [kind for kind in kinds if kind != "Copy"] == ["RoundTripMatMul"]
     assert_matches_onnxruntime(model, PROVIDERS[provider].compile(model, {}).run(inputs(model)))
 
 
@@ -94,6 +102,12 @@ def test_k_past_the_int16_pairs_limit_takes_the_float_path() -> None:
     actual = PROVIDERS["cpu"].compile(model, {}).run(feeds)["y"]
     np.testing.assert_allclose(actual, run_onnxruntime(model, feeds)["y"], rtol=1e-3)
     np.testing.assert_allclose(actual, np.full((6, 3), 255 * 255 * k * 0.02 * 0.03), rtol=1e-3)
+
+
+def test_the_products_own_round_trip_becomes_its_activation() -> None:
+    model = qdq_attention([2, 30, 24], [2, 24, 50], round_trip_out=True)
+    op, copy = lower_to_plan(model, {"a": [2, 30, 24], "b": [2, 24, 50]}).ops
+    assert op.kind == "RoundTripMatMul" and op.params[0] == ACTIVATIONS["RoundTripU8"] and copy.kind == "Copy"
 
 
 def test_a_round_trip_another_op_reads_stays() -> None:

@@ -248,12 +248,14 @@ def wasm_core(kernels: dict[str, str] | None = None, core_files: list[Path] | No
     memory functions the compiler calls), its hot kernels built for speed and the rest for size
     (`WASM_OPTIMIZATION`); with `kernels` (op enum name -> kernel symbol) and the `core_files` they need, a core for
     those ops only: its registry names no other kernel, and no other kernel is compiled. With `threads`, the threaded
-    core: atomics, a shared imported memory and wasm/pool.c, whose workers are instances of it on that memory."""
+    core: atomics, a shared imported memory and wasm/pool.c, whose workers are instances of it on that memory. The
+    module is linked stripped (--strip-all): its function names (the name section, 2 to 3 KB) would only label a
+    browser's stack traces, and a page fetches every byte of it."""
     if not shutil.which(WASM_CC) or not shutil.which("wasm-ld"):
         raise EdgepackError("clang and lld are needed to build the wasm runtime core",
                             fix="apt-get install clang lld")
     exports = WASM_EXPORTS + (WASM_THREADS_EXPORTS if threads else [])
-    link = ["-Wl,--no-entry", *(f"-Wl,--export={name}" for name in exports),
+    link = ["-Wl,--no-entry", "-Wl,--strip-all", *(f"-Wl,--export={name}" for name in exports),
             *(f"-Wl,{flag}" for flag in (WASM_THREADS_LINK if threads else []))]
     extra = [NATIVE / "wasm" / "libc.c", *([NATIVE / "wasm" / "pool.c"] if threads else [])]
     return build("core-threads.wasm" if threads else "core.wasm", extra, WASM + (WASM_THREADS if threads else []),

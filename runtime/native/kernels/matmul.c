@@ -38,28 +38,12 @@ ep_status ep_matmul_shape(const ep_node *n, matmul_shape *s, char *error) {
     return EP_OK;
 }
 
-void ep_matmul_offsets(const matmul_shape *s, int64_t product, int64_t *a_offset, int64_t *b_offset) {
-    int64_t ao = 0, bo = 0, rest = product;
-    for (int32_t d = s->batch_rank - 1; d >= 0; d--) {
-        int64_t at = rest % s->batch_dims[d];
-        rest /= s->batch_dims[d];
-        ao += at * s->a_strides[d];
-        bo += at * s->b_strides[d];
-    }
-    *a_offset = ao;
-    *b_offset = bo;
-}
-
-static ep_status read_matmul(const ep_node *n, matmul_shape *s, char *error) {
+static ep_status check_matmul(const ep_node *n, size_t *scratch, char *error) {
     ep_status status = ep_expect(n, 2, 2, 1, error);
     if (status != EP_OK) return status;
     if (n->n_params != 0) return ep_fail(error, n, ": bad params");
-    return ep_matmul_shape(n, s, error);
-}
-
-static ep_status check_matmul(const ep_node *n, size_t *scratch, char *error) {
     matmul_shape s = {0};
-    ep_status status = read_matmul(n, &s, error);
+    status = ep_matmul_shape(n, &s, error);
     if (status == EP_OK) *scratch = (size_t)s.k * EP_GEMM_NR * sizeof(float);
     return status;
 }
@@ -172,7 +156,7 @@ static void batch_task(void *arg, int32_t worker, int64_t index) {
 static ep_status run_matmul(const ep_node *n, const ep_context *ctx) {
     matmul_shape s = {0};
     char unused[EP_ERROR_CAPACITY];
-    read_matmul(n, &s, unused);
+    ep_matmul_shape(n, &s, unused);
     matmul_batches t = {&s, (const float *)n->in[0]->data, (const float *)n->in[1]->data, (float *)n->out[0]->data,
                         ctx, 1};
     if (s.batch >= ctx->workers) t.tasks = ep_task_count(ctx, s.batch, (double)(s.batch * s.m * s.k * s.n));

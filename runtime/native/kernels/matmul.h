@@ -16,7 +16,18 @@ typedef struct matmul_shape {
 ep_status ep_matmul_shape(const ep_node *n, matmul_shape *s, char *error);
 
 /* Where A's and B's matrices of the batch's `product`-th output matrix start, in elements. */
-void ep_matmul_offsets(const matmul_shape *s, int64_t product, int64_t *a_offset, int64_t *b_offset);
+static inline void ep_matmul_offsets(const matmul_shape *s, int64_t product, int64_t *a_offset,
+                                     int64_t *b_offset) {
+    int64_t ao = 0, bo = 0, rest = product;
+    for (int32_t d = s->batch_rank - 1; d >= 0; d--) {
+        int64_t at = rest % s->batch_dims[d];
+        rest /= s->batch_dims[d];
+        ao += at * s->a_strides[d];
+        bo += at * s->b_strides[d];
+    }
+    *a_offset = ao;
+    *b_offset = bo;
+}
 
 /* C[M, N] (+)= alpha * A[M, K] x B[K, N], A and B strided, C's rows N apart, then the epilogue's bias and
    activation: columns split among the context's workers, B packed into their scratch or read in place. */

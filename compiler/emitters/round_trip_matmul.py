@@ -15,6 +15,7 @@ from .int8_matmul import plain_round_trip
 if TYPE_CHECKING:
     from ..lower import Lowering
 
+
 def lower_round_trip_matmul(lw: Lowering, a: Any, b: Any, out: Runtime) -> bool:
     """Emits the MatMul of `a` by `b` as RoundTripMatMul where both are round trips' outputs of rank 2 or more (the
     round trips stay for their other readers); whether it did. The caller leaves products of few rows to MatMul."""

@@ -73,7 +73,8 @@ static void float_product(const round_trip_product *p) {
 }
 
 #if defined(__AVX2__)
-/* count values quantized less the zero point, to int16 `step` apart (the loop in locals, to vectorize). */
+/* count values quantized less the zero point, as int16 (the round trip's fields in locals, for the loop to
+   vectorize). */
 static void quantize_centered(const float *x, int64_t count, const round_trip *r, int16_t *to) {
     const float scale = r->scale, zero = r->zero, low = r->low, high = r->high;
     for (int64_t j = 0; j < count; j++) to[j] = (int16_t)(quantized_value(x[j], scale, zero, low, high) - zero);

@@ -183,16 +183,13 @@ ROUND_TRIPS = (ACTIVATIONS["RoundTripU8"], ACTIVATIONS["RoundTripI8"])
 
 def _round_tripped_int8_matmul(lw: Lowering, source: Value) -> epk.Op | None:
     """The Int8MatMul whose output's round trip (folded into it as its activation, its own op left a Copy sharing
-    the buffer) gives `source`, when that Copy is its only reader and `source` is read once and no graph output."""
+    the buffer) gives `source`, when each of the two is the other's only reader (`_fusing_producer`, both ways)."""
     copy = _fusing_producer(lw, source, ("Copy",))
     if copy is None or lw.aliases.get(source.index) != copy.inputs[0]:
         return None
-    product = lw.writer(copy.inputs[0])
-    if product is None or product.kind != "Int8MatMul" or product.params[1] not in ROUND_TRIPS or \
-            lw.tensors[copy.inputs[0]].name in lw.graph_outputs or \
-            sum(copy.inputs[0] in op.inputs for op in lw.ops) != 1:
-        return None
-    return product
+    held = lw.tensors[copy.inputs[0]]
+    product = _fusing_producer(lw, Runtime(copy.inputs[0], held.dtype, held.shape), ("Int8MatMul",))
+    return product if product is not None and product.params[1] in ROUND_TRIPS else None
 
 
 def _fuse_bias(lw: Lowering, node: onnx.NodeProto, a: Value, b: Value) -> Runtime | None:

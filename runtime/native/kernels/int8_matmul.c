@@ -260,18 +260,16 @@ static void float_product(int8_product *m) {
 #endif
 
 static ep_status run_int8_matmul(const ep_node *n, const ep_context *ctx) {
-    const ep_tensor *x = n->in[0], *b = n->in[1], *x_zero = n->in[5];
+    const ep_tensor *x = n->in[0], *b = n->in[1];
     int64_t cols = n->params[0], rows = n->out[0]->count / cols;
     float *out = (float *)n->out[0]->data;
     ep_epilogue e = ep_column_bias(n, n->n_in > 6 ? n->in[6] : 0);
-    int is_signed = x_zero->dtype == EP_I8;
+    ep_byte_quantization q = ep_byte_quantization_of(n->in[4], n->in[5]);
     const ep_tensor *bias_after = n->n_in > 7 ? n->in[7] : 0;
     int8_product m = {rows, x->dims[x->rank - 1], b->dims[1], cols, (const float *)x->data,
                       (const float *)n->in[2]->data, bias_after ? (const float *)bias_after->data : 0,
-                      (const int8_t *)b->data, (const int32_t *)n->in[3]->data,
-                      *(const float *)n->in[4]->data,
-                      is_signed ? (float)*(const int8_t *)x_zero->data : (float)*(const uint8_t *)x_zero->data,
-                      is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f, out, &e, ctx, 1, 0};
+                      (const int8_t *)b->data, (const int32_t *)n->in[3]->data, q.scale, q.zero, q.low, q.high, out,
+                      &e, ctx, 1, 0};
 #if defined(INT8_DOT_PRODUCTS) || defined(INT16_PAIRS)
     integer_product(&m);
 #else

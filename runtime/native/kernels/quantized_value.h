@@ -1,7 +1,23 @@
 /* QuantizeLinear of one float with one scale and zero point, and the float round trip of a QDQ pair, shared by
-   Quantize, Int8MatMul and the products' fused round trip (which must give the same bytes and floats). */
+   Quantize, Int8MatMul, RoundTripMatMul and the products' fused round trip (which must give the same bytes and
+   floats). */
 #ifndef EP_QUANTIZED_VALUE_H
 #define EP_QUANTIZED_VALUE_H
+
+#include "../ep_internal.h"
+
+/* One scale and one int8 or uint8 zero point, and the bounds of the zero point's dtype. */
+typedef struct ep_byte_quantization {
+    float scale, zero, low, high;
+} ep_byte_quantization;
+
+/* A per-tensor quantization read from its scale (float32, one) and zero point (int8 or uint8, one) tensors. */
+static inline ep_byte_quantization ep_byte_quantization_of(const ep_tensor *scale, const ep_tensor *zero) {
+    int is_signed = zero->dtype == EP_I8;
+    float z = is_signed ? (float)*(const int8_t *)zero->data : (float)*(const uint8_t *)zero->data;
+    return (ep_byte_quantization){*(const float *)scale->data, z, is_signed ? -128.0f : 0.0f,
+                                  is_signed ? 127.0f : 255.0f};
+}
 
 /* ROUND_MAGIC added then taken away rounds a float of magnitude below 2^22 half to even, in any vector unit. */
 #define ROUND_MAGIC 12582912.0f

@@ -40,22 +40,11 @@ static ep_status check_round_trip_matmul(const ep_node *n, size_t *scratch, char
     return EP_OK;
 }
 
-/* One operand's round trip: its scale, zero point and its dtype's bounds. */
-typedef struct round_trip {
-    float scale, zero, low, high;
-} round_trip;
-
-static round_trip read_round_trip(const ep_tensor *scale, const ep_tensor *zero) {
-    int is_signed = zero->dtype == EP_I8;
-    float z = is_signed ? (float)*(const int8_t *)zero->data : (float)*(const uint8_t *)zero->data;
-    return (round_trip){*(const float *)scale->data, z, is_signed ? -128.0f : 0.0f, is_signed ? 127.0f : 255.0f};
-}
-
 typedef struct round_trip_product {
     int64_t m, k, n;
     const float *a, *b; /* this product's matrices */
     float *y;
-    round_trip ra, rb;
+    ep_byte_quantization ra, rb; /* each operand's round trip */
     const ep_epilogue *e; /* the activation */
     const ep_context *ctx;
     int64_t tasks;
@@ -75,7 +64,7 @@ static void float_product(const round_trip_product *p) {
 #if defined(__AVX2__)
 /* count values quantized less the zero point, as int16 (the round trip's fields in locals, for the loop to
    vectorize). */
-static void quantize_centered(const float *x, int64_t count, const round_trip *r, int16_t *to) {
+static void quantize_centered(const float *x, int64_t count, const ep_byte_quantization *r, int16_t *to) {
     const float scale = r->scale, zero = r->zero, low = r->low, high = r->high;
     for (int64_t j = 0; j < count; j++) to[j] = (int16_t)(quantized_value(x[j], scale, zero, low, high) - zero);
 }
@@ -147,8 +136,8 @@ static ep_status run_round_trip_matmul(const ep_node *n, const ep_context *ctx) 
     const float *a = (const float *)n->in[0]->data, *b = (const float *)n->in[1]->data;
     float *y = (float *)n->out[0]->data;
     ep_epilogue e = {0, 1.0f, 0, n->params[0], ep_param_f32(n, 1), ep_param_f32(n, 2)};
-    round_trip_product p = {s.m, s.k, s.n, 0, 0, 0, read_round_trip(n->in[2], n->in[3]),
-                            read_round_trip(n->in[4], n->in[5]), &e, ctx, 1};
+    round_trip_product p = {s.m, s.k, s.n, 0, 0, 0, ep_byte_quantization_of(n->in[2], n->in[3]),
+                            ep_byte_quantization_of(n->in[4], n->in[5]), &e, ctx, 1};
     for (int64_t i = 0; i < s.batch; i++) {
         int64_t ao, bo;
         ep_matmul_offsets(&s, i, &ao, &bo);

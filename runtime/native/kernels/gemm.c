@@ -220,12 +220,13 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
 #endif
 
 /* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
-   its first `nv` vectors (a panel's last columns, when they fit fewer); inlined into each caller with `direct` and
-   `nv` constants. A panel's tile asks the cache for the row `ahead` floats past each row it reads. */
+   its first `nv` vectors (a panel's last columns, when they fit fewer); inlined into each caller with `direct`, `nv`
+   and `prefetch` constants. With `prefetch`, a panel's tile asks the cache for the row `ahead` floats past each row
+   it reads, and a tile in place for the next panel's columns of each row. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
-                                                               int direct, int nv, int64_t i0, int64_t rows_left,
-                                                               int64_t cols, float *c, int64_t ldc,
+                                                               int direct, int nv, int prefetch, int64_t i0,
+                                                               int64_t rows_left, int64_t cols, float *c, int64_t ldc,
                                                                const ep_epilogue *e, int64_t ahead) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
     for (int r = 0; r < EP_GEMM_MR; r++)
@@ -234,9 +235,9 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
     for (int r = 0; r < EP_GEMM_MR; r++) row[r] = rows[r];
     for (int64_t kk = 0; kk < k; kk++) {
         const float *bk = direct ? b + offsets[kk] : b + kk * b_row;
-        if (!direct)
+        if (prefetch && !direct)
             for (int h = 0; h < EP_GEMM_NR; h += LINE_FLOATS) __builtin_prefetch(bk + ahead + h);
-        else if (i0 == 0) {
+        else if (prefetch) {
             /* rows in place lie anywhere (a conv's taps over its input planes), more streams than the prefetchers
                follow: the first tile asks for the next panel's columns of each row, which the next panel then finds
                in cache (a 3x3 conv of 96 -> 24 channels over 160x160 in PP-OCR det: 29 -> 24 ms, AMD EPYC, AVX2) */
@@ -261,9 +262,10 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
 }
 #else
 static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
-                         const int32_t *offsets, int direct, int nv, int64_t i0, int64_t rows_left, int64_t cols,
-                         float *c, int64_t ldc, const ep_epilogue *e, int64_t ahead) {
+                         const int32_t *offsets, int direct, int nv, int prefetch, int64_t i0, int64_t rows_left,
+                         int64_t cols, float *c, int64_t ldc, const ep_epilogue *e, int64_t ahead) {
     (void)nv;
+    (void)prefetch;
     (void)ahead;
     float acc[EP_GEMM_MR][EP_GEMM_NR];
     for (int r = 0; r < EP_GEMM_MR; r++)
@@ -432,12 +434,26 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
 #define PANEL_GROUP_BYTES 16384
 #endif
 
+/* One tile of a panel: the one-vector micro-kernel for a panel's last columns that fit one vector. */
+static inline __attribute__((always_inline)) void panel_tile(int64_t k, const float *const *rows, int64_t a_col,
+                                                             const float *panel, int64_t width, int prefetch,
+                                                             int64_t i0, int64_t rows_left, int64_t cols, float *c,
+                                                             int64_t ldc, const ep_epilogue *e, int64_t ahead) {
+    if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
+        micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, prefetch, i0, rows_left, cols, c, ldc, e, ahead);
+    else
+        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, prefetch, i0, rows_left, cols, c, ldc, e, ahead);
+}
+
 /* next_panel: 32 x 384 x 1536 products over 8 matrices of weights, 19 MB in all, took 0.81 of the time; minilm-l3
-   0.83, with each task's panels of a PackedMatMul as one product (AMD EPYC, AVX2). */
+   0.83, with each task's panels of a PackedMatMul as one product (AMD EPYC, AVX2). Panels packed per call (or a
+   Winograd block's) are in cache already, and asking for their rows only costs the loop an instruction: without it
+   a 6 x 16 tile over 256 rows of a panel in L1 ran in 0.93 of the time (AMD EPYC, AVX2). */
 void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
                     int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue, int next_panel) {
     int64_t panel_bytes = k * EP_GEMM_NR * (int64_t)sizeof(float);
     int64_t group = panel_bytes > 0 && panel_bytes < PANEL_GROUP_BYTES ? PANEL_GROUP_BYTES / panel_bytes : 1;
+    int prefetch = EP_GEMM_PREFETCH && next_panel;
     for (int64_t g = 0; g < nb; g += group * EP_GEMM_NR) {
         int64_t g_end = nb - g < group * EP_GEMM_NR ? nb : g + group * EP_GEMM_NR;
         for (int64_t i = 0; i < m; i += EP_GEMM_MR) {
@@ -447,14 +463,11 @@ void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
             for (int64_t p = g; p < g_end; p += EP_GEMM_NR) {
                 int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
                 int64_t ahead = PREFETCH_ROWS * width, at = p / width * width * k + p % width, q = p + EP_GEMM_NR;
-                const float *panel = panels + at;
-                if (EP_GEMM_NEXT_PANEL && next_panel && i > 0 && q < nb) ahead = q / width * width * k + q % width - at;
-                if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
-                    micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, i, rows_left, cols, c + p, ldc, epilogue,
-                                 ahead);
+                if (i > 0 && q < nb) ahead = q / width * width * k + q % width - at;
+                if (prefetch)
+                    panel_tile(k, rows, a_col, panels + at, width, 1, i, rows_left, cols, c + p, ldc, epilogue, ahead);
                 else
-                    micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, i, rows_left, cols, c + p, ldc,
-                                 epilogue, ahead);
+                    panel_tile(k, rows, a_col, panels + at, width, 0, i, rows_left, cols, c + p, ldc, epilogue, 0);
             }
         }
     }
@@ -476,6 +489,11 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         int64_t rows_left = m - i < EP_GEMM_MR ? m - i : EP_GEMM_MR;
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
-        micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, i, rows_left, EP_GEMM_NR, c, ldc, epilogue, 0);
+        if (EP_GEMM_PREFETCH && i == 0)
+            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue,
+                         0);
+        else
+            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 0, i, rows_left, EP_GEMM_NR, c, ldc, epilogue,
+                         0);
     }
 }

@@ -56,17 +56,19 @@ void ep_pack_strided(float *packed, const float *b, int64_t k, int64_t n0, int64
    panels of NR columns whose rows are `width` floats apart, panel p at panels + p / width * width * k + p % width:
    packed per call (width NR), at plan time (width EP_PREPACKED_COLUMNS, read as width / NR panels side by side), or
    a row-major matrix of `width` columns, width a multiple of NR (nb <= width). With `next_panel` (B packed at plan
-   time, in L3 or memory), every tile of a panel but the first asks the cache for the next panel's rows instead of
-   rows further down its own (in cache since the first tile read them): the next panel is then in cache when its
-   first tile starts, and memory is read while the micro-kernel computes, not only while the first tile waits. */
+   time, in L3 or memory, or Winograd's blocks in L2), the first tile of a panel asks the cache for rows further
+   down it, and every other tile for the next panel's rows (its own are in cache since the first tile read them):
+   the next panel is then in cache when its first tile starts, and memory is read while the micro-kernel computes,
+   not only while the first tile waits. Without it (B packed per call, in L1) no tile asks for anything. */
 void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_row, int64_t a_col, const float *panels,
                     int64_t width, float *c, int64_t ldc, const ep_epilogue *epilogue, int next_panel);
 
-/* Whether next_panel does anything: not on wasm, which has no prefetch (the page is spared the bytes). */
+/* Whether the micro-kernel asks the cache for rows ahead (next_panel; the first tile of a panel read in place): not
+   on wasm, which has no prefetch (the page is spared the bytes). */
 #ifdef __wasm__
-#define EP_GEMM_NEXT_PANEL 0
+#define EP_GEMM_PREFETCH 0
 #else
-#define EP_GEMM_NEXT_PANEL 1
+#define EP_GEMM_PREFETCH 1
 #endif
 
 /* ep_gemm_panels with B packed per call (width NR). */

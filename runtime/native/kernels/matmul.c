@@ -262,7 +262,7 @@ static void panels_task(void *arg, int32_t worker, int64_t index) {
     float *scratch = ep_worker_scratch(t->ctx, worker);
     /* a float B's panels lie one after another: one product over them all, whose micro-kernel then asks the cache for
        each next panel while it works on one */
-    int64_t step = EP_GEMM_NEXT_PANEL && t->source == float_panel ? end - begin : 1;
+    int64_t step = EP_GEMM_PREFETCH && t->source == float_panel ? end - begin : 1;
     for (int64_t p = begin; p < end; p += step) {
         int64_t first = p * EP_PREPACKED_COLUMNS, width = cols - first;
         ep_gemm_prepacked(rows, k, width < step * EP_PREPACKED_COLUMNS ? width : step * EP_PREPACKED_COLUMNS,

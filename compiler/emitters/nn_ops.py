@@ -83,25 +83,31 @@ def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[
 
 
 PADDED_CONV_FLOATS = 4 << 20
-"""conv.c's limit on a stride-1 conv's zero-padded input and output grid (the NR terms left out)."""
+"""conv.c's limit on a padded conv's zero-padded input (or its phases) and output grid (the NR terms left out): a
+stride-2 conv past it runs in bands of output rows that fit."""
 
 
 def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: Sequence[int], kernel: Sequence[int],
                         strides: Sequence[int], begin: Sequence[int], dilations: Sequence[int]) -> int:
     """conv.c's scratch for a stride-1 conv (not 1x1 nor 1-D) run on its input zero-padded, or a stride-2 one
-    without dilation on the four phases of that input (padded_conv_of), with the widest panel; 0 where the conv runs
-    otherwise. `channels` and `outputs` are per group."""
+    without dilation on the four phases of that input (padded_conv_of; in bands of output rows past the limit), with
+    the widest panel; 0 where the conv runs otherwise. `channels` and `outputs` are per group."""
     stride = strides[0]
     if strides[1] != stride or kernel[0] * kernel[1] == 1 or stride not in (1, 2) or 1 in out[:2] or \
             (stride == 2 and list(dilations) != [1, 1]):
         return 0
     rows = _padded_extent(out[0], stride, kernel[0], dilations[0], begin[0], size[0])
     cols = _padded_extent(out[1], stride, kernel[1], dilations[1], begin[1], size[1])
-    plane = -(-rows // stride) * -(-cols // stride)
+    width, band = -(-cols // stride), out[0]
+    plane = -(-rows // stride) * width
     planes = channels * stride * stride
-    if planes * plane + outputs * out[0] * -(-cols // stride) > PADDED_CONV_FLOATS:
-        return 0
-    grid = -(-out[0] * -(-cols // stride) // PANEL_COLUMNS) * PANEL_COLUMNS
+    if planes * plane + outputs * out[0] * width > PADDED_CONV_FLOATS:
+        lead = (kernel[0] + 1) // 2 - 1
+        band = min(out[0], (PADDED_CONV_FLOATS - planes * lead * width) // ((planes + outputs) * width))
+        if stride != 2 or band < 1:
+            return 0
+        plane = (band + lead) * width
+    grid = -(-band * width // PANEL_COLUMNS) * PANEL_COLUMNS
     padded_input = planes * plane + (kernel[1] - 1) * dilations[1] // stride + PANEL_COLUMNS
     return 4 * (padded_input + outputs * grid + channels * kernel[0] * kernel[1])
 

@@ -108,13 +108,16 @@ static void lay_along_w(conv_shape *s) {
    width the im2col row of tap kk for the NR positions from n is NR floats in place at input + offset[kk] + n: every
    panel is read in place (a padded row's last columns are worked out too, and dropped). Stride-2 convs without
    dilation do the same on the zero-padded input split into its four phases (even or odd rows, even or odd columns;
-   space to depth): there a tap of output (oy, ox) is element (oy + ky / 2, ox + kx / 2) of phase (ky % 2, kx % 2). */
+   space to depth): there a tap of output (oy, ox) is element (oy + ky / 2, ox + kx / 2) of phase (ky % 2, kx % 2).
+   A stride-2 conv whose phases and grid would pass the limit runs in bands of output rows, each band's phases built
+   in turn (stride 1 past the limit reads its panels in place instead: direct_task). */
 #define PADDED_CONV_FLOATS ((int64_t)4 << 20)
 
 typedef struct padded_conv {
     int64_t stride;  /* 1, or 2: four phase planes per channel */
-    int64_t hp, wp;  /* the padded plane, or each phase's */
-    int64_t grid;    /* floats per output channel on the grid: oh * wp, rounded up to whole panels */
+    int64_t band;    /* output rows per band: oh, or fewer (stride 2 past the limit) */
+    int64_t hp, wp;  /* the padded plane, or each phase's (a band's rows) */
+    int64_t grid;    /* floats per output channel on the grid: a band's rows * wp, rounded up to whole panels */
     int64_t input;   /* floats of the padded input, with the slack the last panel reads past it */
 } padded_conv;
 
@@ -126,12 +129,21 @@ static int padded_conv_of(const conv_shape *s, padded_conv *p) {
     p->stride = s->sw;
     int64_t rows = padded_extent(s->oh, s->sh, s->kh, s->dh, s->pt, s->h);
     int64_t cols = padded_extent(s->ow, s->sw, s->kw, s->dw, s->pl, s->w);
+    p->band = s->oh;
     p->hp = (rows + p->stride - 1) / p->stride;
     p->wp = (cols + p->stride - 1) / p->stride;
     int64_t planes = s->cg * p->stride * p->stride;
-    p->grid = (s->oh * p->wp + EP_GEMM_NR - 1) / EP_GEMM_NR * EP_GEMM_NR;
+    if (planes * p->hp * p->wp + s->mg * s->oh * p->wp > PADDED_CONV_FLOATS) {
+        /* a band of R output rows reads 2 (R - 1) + kh padded rows: R - 1 + (kh + 1) / 2 rows of each phase */
+        int64_t lead = (s->kh + 1) / 2 - 1;
+        p->band = (PADDED_CONV_FLOATS - planes * lead * p->wp) / ((planes + s->mg) * p->wp);
+        if (p->stride != 2 || p->band < 1) return 0;
+        if (p->band > s->oh) p->band = s->oh;
+        p->hp = p->band + lead;
+    }
+    p->grid = (p->band * p->wp + EP_GEMM_NR - 1) / EP_GEMM_NR * EP_GEMM_NR;
     p->input = planes * p->hp * p->wp + (s->kw - 1) * s->dw / p->stride + EP_GEMM_NR;
-    return planes * p->hp * p->wp + s->mg * s->oh * p->wp <= PADDED_CONV_FLOATS;
+    return 1;
 }
 
 static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
@@ -281,6 +293,7 @@ typedef struct conv_columns {
     const ep_epilogue *e;
     const ep_context *ctx;
     int64_t columns, tasks, block; /* columns: the output positions (the padded grid's, on the grid) split into tasks */
+    int64_t plane; /* floats per output channel: the whole conv's (a band of a padded conv writes part of it) */
 } conv_columns;
 
 /* Panels per output row off the grid: whole panels, the last one shifted left to end where the row does. */
@@ -291,7 +304,7 @@ static int64_t row_panels(const conv_shape *s) { return (s->ow + EP_GEMM_NR - 1)
 static void padded_task(void *arg, int32_t worker, int64_t index) {
     const conv_columns *c = (const conv_columns *)arg;
     const conv_shape *s = c->s;
-    int64_t k = s->cg * s->kh * s->kw, ohw = s->oh * s->ow, wp = c->padded->wp, begin, end;
+    int64_t k = s->cg * s->kh * s->kw, wp = c->padded->wp, begin, end;
     (void)worker;
     /* off the grid, whole rows a task: a row's shifted last panel and the one before it write the same columns */
     int64_t per_row = row_panels(s);
@@ -303,8 +316,8 @@ static void padded_task(void *arg, int32_t worker, int64_t index) {
         }
         int64_t panel = n0 / EP_GEMM_NR, oy = panel / per_row, ox = panel % per_row * EP_GEMM_NR;
         if (ox > s->ow - EP_GEMM_NR) ox = s->ow - EP_GEMM_NR;
-        ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + oy * wp + ox, c->offsets, c->yg + oy * s->ow + ox, ohw,
-                       c->e);
+        ep_gemm_direct(s->mg, k, c->wg, k, 1, c->input + oy * wp + ox, c->offsets, c->yg + oy * s->ow + ox,
+                       c->plane, c->e);
     }
 }
 
@@ -371,7 +384,7 @@ static void copy_out_task(void *arg, int32_t worker, int64_t index) {
     ep_task_range(s->mg, c->tasks, index, 1, &begin, &end);
     for (int64_t m = begin; m < end; m++)
         for (int64_t oy = 0; oy < s->oh; oy++)
-            ep_memcpy(c->yg + (m * s->oh + oy) * s->ow, c->grid + m * c->padded->grid + oy * c->padded->wp,
+            ep_memcpy(c->yg + m * c->plane + oy * s->ow, c->grid + m * c->padded->grid + oy * c->padded->wp,
                       (size_t)s->ow * sizeof(float));
 }
 
@@ -386,28 +399,38 @@ static int shifted_rows(const conv_shape *s, const padded_conv *p) {
            (double)((row_panels(s) * EP_GEMM_NR - p->wp) * s->cg * s->kh * s->kw) < (double)s->ow * EP_COPY_WORK;
 }
 
-/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of): the product, all of it read in
-   place, row by row into the output, or on the grid of the padded width and then the grid's first ow columns of each
-   row copied out. Each step is split into tasks; the padding and the copy are bound by memory, a task each per
-   worker. */
+/* One group's conv on its zero-padded input, or that input's phases (padded_conv_of), a band of output rows at a
+   time: the product, all of it read in place, row by row into the output, or on the grid of the padded width and
+   then the grid's first ow columns of each row copied out. Each step is split into tasks; the padding and the copy
+   are bound by memory, a task each per worker. A band is the conv of its output rows, its padded rows counted from
+   the band's first (its top padding less the rows before it, below zero past the first band). */
 static void run_padded(conv_columns *c, float *scratch) {
     const conv_shape *s = c->s;
     const padded_conv *p = c->padded;
-    float *grid = scratch + p->input;
+    float *grid = scratch + p->input, *yg = c->yg;
     int32_t *offsets = (int32_t *)(void *)(grid + s->mg * p->grid);
     c->input = scratch;
-    c->tasks = ep_task_count(c->ctx, s->cg, (double)p->input * EP_COPY_WORK);
-    ep_parallel(c->ctx, c->tasks, padding_task, c);
     tap_offsets(s, p->hp, p->wp, p->stride, offsets);
     c->offsets = offsets;
     c->grid = s->ow % EP_GEMM_NR && !shifted_rows(s, p) ? grid : 0;
-    c->columns = c->grid ? s->oh * p->wp : s->oh * row_panels(s) * EP_GEMM_NR;
-    c->tasks = ep_task_count(c->ctx, (c->columns + EP_GEMM_NR - 1) / EP_GEMM_NR,
-                             (double)(s->mg * s->cg * s->kh * s->kw * c->columns));
-    ep_parallel(c->ctx, c->tasks, padded_task, c);
-    if (!c->grid) return;
-    c->tasks = ep_task_count(c->ctx, s->mg, (double)(s->mg * s->oh * s->ow) * EP_COPY_WORK);
-    ep_parallel(c->ctx, c->tasks, copy_out_task, c);
+    for (int64_t oy0 = 0; oy0 < s->oh; oy0 += p->band) {
+        conv_shape band = *s;
+        band.oh = s->oh - oy0 < p->band ? s->oh - oy0 : p->band;
+        band.pt = s->pt - oy0 * p->stride;
+        c->s = &band;
+        c->yg = yg + oy0 * s->ow;
+        c->tasks = ep_task_count(c->ctx, s->cg, (double)p->input * EP_COPY_WORK);
+        ep_parallel(c->ctx, c->tasks, padding_task, c);
+        c->columns = c->grid ? band.oh * p->wp : band.oh * row_panels(s) * EP_GEMM_NR;
+        c->tasks = ep_task_count(c->ctx, (c->columns + EP_GEMM_NR - 1) / EP_GEMM_NR,
+                                 (double)(s->mg * s->cg * s->kh * s->kw * c->columns));
+        ep_parallel(c->ctx, c->tasks, padded_task, c);
+        if (!c->grid) continue;
+        c->tasks = ep_task_count(c->ctx, s->mg, (double)(s->mg * band.oh * s->ow) * EP_COPY_WORK);
+        ep_parallel(c->ctx, c->tasks, copy_out_task, c);
+    }
+    c->s = s;
+    c->yg = yg;
 }
 
 static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
@@ -436,7 +459,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
             ep_epilogue e = {bias ? bias + g * s.mg : 0, 1.0f, 0, s.act, s.act_a, s.act_b};
             conv_columns c = {&s, &padded, x + (b * s.c + g * s.cg) * hw, w + g * s.mg * k, 0,
                               y + (b * s.m + g * s.mg) * ohw, 0, offsets, &e, ctx, ohw, tasks,
-                              ep_gemm_block_columns(k, ctx->scratch_floats)};
+                              ep_gemm_block_columns(k, ctx->scratch_floats), ohw};
             if (is_narrow(&s)) run_narrow(&s, c.xg, c.wg, c.yg, &e, ctx);
             else if (run_on_padding) run_padded(&c, ctx->scratch);
             else ep_parallel(ctx, tasks, offsets ? direct_task : packed_task, &c);

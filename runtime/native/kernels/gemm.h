@@ -30,6 +30,14 @@
 #define EP_GEMM_NR (EP_GEMM_NV * EP_GEMM_LANES)
 #define EP_GEMM_BLOCK 256
 
+/* The micro-kernels' vector of EP_GEMM_LANES floats (vector extensions map it to AVX-512, AVX2, NEON or SIMD128) and
+   a float across all its lanes: x + -0 is x for every x (+0 + 0 would turn -0 into +0), so the compiler drops the
+   add, a bare splat. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef float ep_v8 __attribute__((vector_size(EP_GEMM_LANES * 4)));
+#define ep_splat(x) ((float)(x) + -(ep_v8){0})
+#endif
+
 typedef struct ep_epilogue {
     const float *row_bias;  /* one per row of C, or NULL */
     float alpha;            /* scales the product */

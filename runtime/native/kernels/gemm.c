@@ -217,9 +217,10 @@ static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_
 #endif
 
 /* B's row kk: a panel's, b_row floats apart (direct == 0), or NR floats in place at b + offsets[kk] (direct == 1);
-   its first `nv` vectors (a panel's last columns, when they fit fewer); inlined into each caller with `direct`, `nv`
-   and `prefetch` constants. With `prefetch`, a panel's tile asks the cache for the row `ahead` floats past each row
-   it reads, and a tile in place for the next panel's columns of each row. */
+   its first `nv` vectors (a panel's last columns, when they fit fewer), by the first `mr` rows of A (MR, or fewer for
+   A's last tile); inlined into each caller with `direct`, `nv`, `mr` and `prefetch` constants. With `prefetch`, a
+   panel's tile asks the cache for the row `ahead` floats past each row it reads, and a tile in place for the next
+   panel's columns of each row. */
 static inline __attribute__((always_inline)) void micro_kernel(int64_t k, const float *const *rows, int64_t a_col,
                                                                const float *b, int64_t b_row, const int32_t *offsets,
                                                                int direct, int nv, int mr, int prefetch, int64_t i0,

@@ -291,16 +291,32 @@ static void micro_kernel(int64_t k, const float *const *rows, int64_t a_col, con
 #define PANEL_GROUP_BYTES 16384
 #endif
 
-/* Rows a tile of `rows_left` rows computes: 2 or 4 where the last tile of A has that few, else MR (not on wasm, for
-   the page's bytes). */
+/* A tile of A's last rows runs a 2-row micro-kernel where it has 1 or 2 rows and a 4-row one where it has 3 or 4,
+   rather than MR rows of which the rest are dropped (not on wasm, for the page's bytes). */
 #ifdef __wasm__
 #define SHORT_TILES 0
 #else
 #define SHORT_TILES 1
 #endif
 
-/* One tile of a panel: the one-vector micro-kernel for a panel's last columns that fit one vector, a short tile for
-   A's last rows. */
+/* The micro-kernel over `rows_left` rows of A: MR rows, or a short tile's. */
+static inline __attribute__((always_inline)) void rows_tile(int64_t k, const float *const *rows, int64_t a_col,
+                                                            const float *b, int64_t b_row, const int32_t *offsets,
+                                                            int direct, int prefetch, int64_t i0, int64_t rows_left,
+                                                            int64_t cols, float *c, int64_t ldc, const ep_epilogue *e,
+                                                            int64_t ahead) {
+    if (SHORT_TILES && rows_left <= 2)
+        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, EP_GEMM_NV, 2, prefetch, i0, rows_left, cols, c, ldc,
+                     e, ahead);
+    else if (SHORT_TILES && rows_left <= 4 && EP_GEMM_MR > 4)
+        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, EP_GEMM_NV, 4, prefetch, i0, rows_left, cols, c, ldc,
+                     e, ahead);
+    else
+        micro_kernel(k, rows, a_col, b, b_row, offsets, direct, EP_GEMM_NV, EP_GEMM_MR, prefetch, i0, rows_left, cols,
+                     c, ldc, e, ahead);
+}
+
+/* One tile of a panel: the one-vector micro-kernel for a panel's last columns that fit one vector. */
 static inline __attribute__((always_inline)) void panel_tile(int64_t k, const float *const *rows, int64_t a_col,
                                                              const float *panel, int64_t width, int prefetch,
                                                              int64_t i0, int64_t rows_left, int64_t cols, float *c,
@@ -308,15 +324,8 @@ static inline __attribute__((always_inline)) void panel_tile(int64_t k, const fl
     if (ONE_VECTOR_TAIL && EP_GEMM_NV > 1 && cols <= EP_GEMM_LANES)
         micro_kernel(k, rows, a_col, panel, width, 0, 0, 1, EP_GEMM_MR, prefetch, i0, rows_left, cols, c, ldc, e,
                      ahead);
-    else if (SHORT_TILES && rows_left <= 2)
-        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, 2, prefetch, i0, rows_left, cols, c, ldc, e,
-                     ahead);
-    else if (SHORT_TILES && rows_left <= 4 && EP_GEMM_MR > 4)
-        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, 4, prefetch, i0, rows_left, cols, c, ldc, e,
-                     ahead);
     else
-        micro_kernel(k, rows, a_col, panel, width, 0, 0, EP_GEMM_NV, EP_GEMM_MR, prefetch, i0, rows_left, cols, c,
-                     ldc, e, ahead);
+        rows_tile(k, rows, a_col, panel, width, 0, 0, prefetch, i0, rows_left, cols, c, ldc, e, ahead);
 }
 
 /* next_panel: 32 x 384 x 1536 products over 8 matrices of weights, 19 MB in all, took 0.81 of the time; minilm-l3
@@ -336,12 +345,13 @@ void ep_gemm_panels(int64_t m, int64_t k, int64_t nb, const float *a, int64_t a_
             for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
             for (int64_t p = g; p < g_end; p += EP_GEMM_NR) {
                 int64_t cols = nb - p < EP_GEMM_NR ? nb - p : EP_GEMM_NR;
-                int64_t ahead = PREFETCH_ROWS * width, at = p / width * width * k + p % width, q = p + EP_GEMM_NR;
-                if (i > 0 && q < nb) ahead = q / width * width * k + q % width - at;
-                if (prefetch)
-                    panel_tile(k, rows, a_col, panels + at, width, 1, i, rows_left, cols, c + p, ldc, epilogue, ahead);
-                else
+                int64_t at = p / width * width * k + p % width, q = p + EP_GEMM_NR;
+                if (!prefetch) {
                     panel_tile(k, rows, a_col, panels + at, width, 0, i, rows_left, cols, c + p, ldc, epilogue, 0);
+                    continue;
+                }
+                int64_t ahead = i > 0 && q < nb ? q / width * width * k + q % width - at : PREFETCH_ROWS * width;
+                panel_tile(k, rows, a_col, panels + at, width, 1, i, rows_left, cols, c + p, ldc, epilogue, ahead);
             }
         }
     }
@@ -366,14 +376,7 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         if (EP_GEMM_PREFETCH && i == 0)
             micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, EP_GEMM_MR, 1, i, rows_left, EP_GEMM_NR, c,
                          ldc, epilogue, 0);
-        else if (SHORT_TILES && rows_left <= 2)
-            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 2, 0, i, rows_left, EP_GEMM_NR, c, ldc,
-                         epilogue, 0);
-        else if (SHORT_TILES && rows_left <= 4 && EP_GEMM_MR > 4)
-            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, 4, 0, i, rows_left, EP_GEMM_NR, c, ldc,
-                         epilogue, 0);
         else
-            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, EP_GEMM_MR, 0, i, rows_left, EP_GEMM_NR, c,
-                         ldc, epilogue, 0);
+            rows_tile(k, rows, a_col, b, 0, offsets, 1, 0, i, rows_left, EP_GEMM_NR, c, ldc, epilogue, 0);
     }
 }

@@ -179,25 +179,31 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     return 0;
 }
 
-/* The first `rows` rows of a tile of NR columns through the epilogue in vectors; an activation with no vector form
-   here (Sigmoid) then runs over each row stored (ep_activate_row, in vectors too). */
+/* The first `rows` rows of a tile of NR columns through the epilogue in vectors: scaled, biased, added to C where it
+   accumulates, activated, stored; an activation with no vector form here (Sigmoid) then runs over each row stored
+   (ep_activate_row, in vectors too). The epilogue's fields are read once, before any store to C (which could alias
+   them for all the compiler knows), so that the activation's branch is taken out of the loop. */
 static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t i0, float *c, int64_t ldc,
                          const ep_epilogue *e) {
+    const float *bias = e->row_bias ? e->row_bias + i0 : 0;
+    const float alpha = e->alpha, act_a = e->act_a, act_b = e->act_b;
+    const int accumulate = e->accumulate;
+    const int32_t act = e->act;
     for (int64_t r = 0; r < rows; r++) {
         float *out = c + (i0 + r) * ldc;
-        ep_v8 bias = ep_splat(e->row_bias ? e->row_bias[i0 + r] : 0.0f);
+        ep_v8 shift = ep_splat(bias ? bias[r] : 0.0f);
         int stored_raw = 0;
         for (int h = 0; h < EP_GEMM_NV; h++) {
-            ep_v8 v = all[r][h] * ep_splat(e->alpha) + bias;
-            if (e->accumulate) {
+            ep_v8 v = all[r][h] * ep_splat(alpha) + shift;
+            if (accumulate) {
                 ep_v8 old;
                 __builtin_memcpy(&old, out + EP_GEMM_LANES * h, sizeof old);
                 v += old;
             }
-            stored_raw |= !activate_vector(e->act, &v, e->act_a, e->act_b);
+            stored_raw |= !activate_vector(act, &v, act_a, act_b);
             __builtin_memcpy(out + EP_GEMM_LANES * h, &v, sizeof v);
         }
-        if (stored_raw) ep_activate_row(e->act, out, out, EP_GEMM_NR, e->act_a, e->act_b);
+        if (stored_raw) ep_activate_row(act, out, out, EP_GEMM_NR, act_a, act_b);
     }
 }
 

@@ -124,7 +124,17 @@ void ep_gemv(int64_t m, int64_t k, int64_t n, const float *a, int64_t a_row, int
     for (int64_t j0 = 0; j0 < n; j0 += width) {
         int64_t nb = n - j0 < width ? n - j0 : width;
         for (int64_t j = 0; j < m * width; j++) acc[j] = 0.0f;
-        for (int64_t kk = 0; kk < k; kk++) {
+        int64_t kk = 0;
+        for (; kk + 4 <= k; kk += 4) {
+            const float *r0 = b + kk * b_row + j0, *r1 = r0 + b_row, *r2 = r1 + b_row, *r3 = r2 + b_row;
+            for (int64_t i = 0; i < m; i++) {
+                const float *ai = a + i * a_row + kk * a_col;
+                float v0 = ai[0], v1 = ai[a_col], v2 = ai[2 * a_col], v3 = ai[3 * a_col];
+                float *sum = acc + i * width;
+                for (int64_t j = 0; j < nb; j++) sum[j] = sum[j] + v0 * r0[j] + v1 * r1[j] + v2 * r2[j] + v3 * r3[j];
+            }
+        }
+        for (; kk < k; kk++) {
             const float *row = b + kk * b_row + j0;
             for (int64_t i = 0; i < m; i++) {
                 float v = a[i * a_row + kk * a_col];

@@ -243,15 +243,24 @@ def _placement_plot(rows: list[dict[str, Any]], suffix: str) -> str:
 
 
 def _bytes_plot(rows: list[dict[str, Any]], suffix: str) -> str:
-    top = max((r["bytes"]["bundle"] for r in rows if r["bytes"]), default=1) or 1
+    """Each bundle's bytes as a bar on a log scale (a runtime of a megabyte beside a model of kilobytes, which a
+    linear scale would shrink to a few pixels), split between model and runtime in proportion to their bytes."""
+    sized = [r["bytes"]["bundle"] for r in rows if r["bytes"] and r["bytes"]["bundle"]]
+    low, top = min(sized, default=1) / 4, max(sized, default=1)
+    span = math.log(top / low) or 1.0
     body = []
     for index, row in enumerate(rows):
         body.append(row_label(index, row["profile"]))
-        start = 0.0
+        sizes = row["bytes"]
+        if not sizes or not sizes["bundle"]:
+            continue
+        length, start = BAR_WIDTH * math.log(sizes["bundle"] / low) / span, 0.0
         for kind, colour in BYTES_COLOURS.items():
-            if row["bytes"]:
-                width = BAR_WIDTH * row["bytes"][kind] / top
-                body.append(bar_rect(index, start, width, colour, f"{kind}: {row['bytes'][kind]:,} bytes"))
-                start += width
-    return svg_figure("Bundle bytes (model and runtime)", f"bytes-plot{suffix}", body, len(rows),
-                      list(BYTES_COLOURS.items()))
+            width = length * sizes[kind] / sizes["bundle"]
+            if width > 0:
+                body.append(bar_rect(index, start, width, colour, f"{kind}: {sizes[kind]:,} bytes"))
+            start += width
+        body.append(f"<text x=\"{LABEL_WIDTH + length + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
+                    f"{sizes['bundle']:,} bytes</text>")
+    return svg_figure("Bundle bytes (log scale; model and runtime in proportion)", f"bytes-plot{suffix}", body,
+                      len(rows), list(BYTES_COLOURS.items()))

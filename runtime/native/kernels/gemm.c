@@ -182,7 +182,7 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
 /* The first `rows` rows of a tile of NR columns through the epilogue in vectors: scaled, biased, added to C where it
    accumulates, activated, stored; an activation with no vector form here (Sigmoid) then runs over each row stored
    (ep_activate_row, in vectors too). The epilogue's fields are read once, before any store to C: a store could alias
-   them for all the compiler knows, and reloaded after each vector stored they cost 1x1 convs of 16 to 96 input
+   them for all the compiler knows, and reloaded after each vector stored they cost 1x1 convs of 16 to 48 input
    channels a tenth to a fifth of their time (AMD EPYC, AVX2). */
 static void store_vector(ep_v8 all[EP_GEMM_MR][EP_GEMM_NV], int64_t rows, int64_t i0, float *c, int64_t ldc,
                          const ep_epilogue *e) {

@@ -20,6 +20,7 @@ from .portability_html import (
     LATENCY_COLOUR,
     ROW_HEIGHT,
     STYLE,
+    bar_note,
     bar_rect,
     row_label,
     svg_figure,
@@ -131,8 +132,7 @@ def _p50_plot(results: list[dict[str, Any]]) -> str:
         width = BAR_WIDTH * p50 / top
         body.append(bar_rect(index, 0, width, EMULATED_COLOUR if result["emulated"] else LATENCY_COLOUR,
                              f"p50 {p50:.3f} ms"))
-        body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
-                    f"{p50:.3g} ms</text>")
+        body.append(bar_note(index, width, f"{p50:.3g} ms"))
     return svg_figure("Median latency (p50)", "p50-plot", body, len(results),
                       [("native", LATENCY_COLOUR), ("emulated", EMULATED_COLOUR)], [label(r) for r in results])
 
@@ -172,8 +172,7 @@ def _kind_plot(result: dict[str, Any], index: int, colours: dict[str, str]) -> s
         body.append(row_label(row, kind))
         width = BAR_WIDTH * ms / top
         body.append(bar_rect(row, 0, width, colours.get(kind, OTHER_KINDS_COLOUR), f"{kind}: {ms:.4g} ms a run"))
-        body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + row * ROW_HEIGHT}\" font-size=\"12\">"
-                    f"{ms:.3g} ms ({ms / (ops['run_ms'] or 1):.0%})</text>")
+        body.append(bar_note(row, width, f"{ms:.3g} ms ({ms / (ops['run_ms'] or 1):.0%})"))
     emulated = " (emulated)" if ops["emulated"] else ""
     return svg_figure(f"{label(result)}: time per op kind, mean of {ops['runs']} runs{emulated}", f"ops-plot-{index}",
                       body, len(shown))
@@ -194,8 +193,7 @@ def _timeline_plot(results: list[dict[str, Any]], colours: dict[str, str]) -> st
                         f"fill=\"{colours.get(op['kind'], OTHER_KINDS_COLOUR)}\"><title>op {op['index']} "
                         f"{escape(op['kind'])}: {op['ms']:.4g} ms</title></rect>")
             start += width
-        body.append(f"<text x=\"{LABEL_WIDTH + BAR_WIDTH + 6}\" y=\"{34 + row * ROW_HEIGHT}\" font-size=\"12\">"
-                    f"{ops['ops_ms']:.3g} ms</text>")
+        body.append(bar_note(row, BAR_WIDTH, f"{ops['ops_ms']:.3g} ms"))
     legend = [(kind, colour) for kind, colour in colours.items()][:6] + [("other", OTHER_KINDS_COLOUR)]
     return svg_figure("Timeline of one run: the plan's ops in order (each row to its own length)", "timeline-plot",
                       body, len(results), legend, [label(r) for r in results])

@@ -4,7 +4,7 @@ latency, placement and bytes. No script, no external file: it opens from disk or
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
@@ -199,24 +199,35 @@ def bar_rect(index: int, start: float, width: float, colour: str, tip: str) -> s
             f"fill=\"{colour}\"><title>{escape(tip)}</title></rect>")
 
 
+def bar_note(index: int, end: float, text: str) -> str:
+    """A figure's text just past the end of row `index`'s bar, `end` pixels long."""
+    return (f"<text x=\"{LABEL_WIDTH + end + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
+            f"{escape(text)}</text>")
+
+
+def log_lengths(values: Sequence[float]) -> Callable[[float], float]:
+    """Bar lengths on a log scale from a quarter of the smallest of `values` (so that its bar still shows) to the
+    largest, which takes the whole BAR_WIDTH."""
+    low, top = min(values, default=1.0) / 4, max(values, default=1.0)
+    span = math.log(top / low) or 1.0
+    return lambda value: BAR_WIDTH * math.log(value / low) / span
+
+
 def _latency_plot(rows: list[dict[str, Any]], peer: dict[str, Any] | None, suffix: str) -> str:
     """p50 bars on a log scale: emulated times are tens of times the native ones, which a linear scale would hide.
     The peer (onnxruntime on the source model) is the last row, in its own colour."""
     if peer:
         rows = [*rows, {"profile": "onnxruntime", "latency": {**peer, "peer": True}}]
-    timed = [r["latency"]["p50_ms"] for r in rows if r["latency"] and r["latency"]["p50_ms"]]
-    low, top = min(timed, default=1.0) / 4, max(timed, default=1.0)
-    span = math.log(top / low) or 1.0
+    length = log_lengths([r["latency"]["p50_ms"] for r in rows if r["latency"] and r["latency"]["p50_ms"]])
     body = []
     for index, row in enumerate(rows):
         body.append(row_label(index, row["profile"]))
         latency = row["latency"]
         if latency and latency["p50_ms"]:
-            width = BAR_WIDTH * math.log(latency["p50_ms"] / low) / span
+            width = length(latency["p50_ms"])
             colour = PEER_COLOUR if latency.get("peer") else EMULATED_COLOUR if latency["emulated"] else LATENCY_COLOUR
             body.append(bar_rect(index, 0, width, colour, latency["engine"]))
-            body.append(f"<text x=\"{LABEL_WIDTH + width + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
-                        f"{latency['p50_ms']:.3g} ms</text>")
+            body.append(bar_note(index, width, f"{latency['p50_ms']:.3g} ms"))
         else:
             body.append(f"<text x=\"{LABEL_WIDTH + 4}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\" "
                         f"fill=\"#888\">not timed</text>")
@@ -245,22 +256,19 @@ def _placement_plot(rows: list[dict[str, Any]], suffix: str) -> str:
 def _bytes_plot(rows: list[dict[str, Any]], suffix: str) -> str:
     """Each bundle's bytes as a bar on a log scale (a runtime of a megabyte beside a model of kilobytes, which a
     linear scale would shrink to a few pixels), split between model and runtime in proportion to their bytes."""
-    sized = [r["bytes"]["bundle"] for r in rows if r["bytes"] and r["bytes"]["bundle"]]
-    low, top = min(sized, default=1) / 4, max(sized, default=1)
-    span = math.log(top / low) or 1.0
+    length = log_lengths([r["bytes"]["bundle"] for r in rows if r["bytes"] and r["bytes"]["bundle"]])
     body = []
     for index, row in enumerate(rows):
         body.append(row_label(index, row["profile"]))
         sizes = row["bytes"]
         if not sizes or not sizes["bundle"]:
             continue
-        length, start = BAR_WIDTH * math.log(sizes["bundle"] / low) / span, 0.0
+        bundle, start = length(sizes["bundle"]), 0.0
         for kind, colour in BYTES_COLOURS.items():
-            width = length * sizes[kind] / sizes["bundle"]
+            width = bundle * sizes[kind] / sizes["bundle"]
             if width > 0:
                 body.append(bar_rect(index, start, width, colour, f"{kind}: {sizes[kind]:,} bytes"))
             start += width
-        body.append(f"<text x=\"{LABEL_WIDTH + length + 6:.1f}\" y=\"{34 + index * ROW_HEIGHT}\" font-size=\"12\">"
-                    f"{sizes['bundle']:,} bytes</text>")
+        body.append(bar_note(index, bundle, f"{sizes['bundle']:,} bytes"))
     return svg_figure("Bundle bytes (log scale; model and runtime in proportion)", f"bytes-plot{suffix}", body,
                       len(rows), list(BYTES_COLOURS.items()))

@@ -381,8 +381,7 @@ void ep_gemm_direct(int64_t m, int64_t k, const float *a, int64_t a_row, int64_t
         const float *rows[EP_GEMM_MR];
         for (int64_t r = 0; r < EP_GEMM_MR; r++) rows[r] = a + (i + (r < rows_left ? r : 0)) * a_row;
         if (EP_GEMM_PREFETCH && i == 0)
-            micro_kernel(k, rows, a_col, b, 0, offsets, 1, EP_GEMM_NV, EP_GEMM_MR, 1, i, rows_left, EP_GEMM_NR, c,
-                         ldc, epilogue, 0);
+            rows_tile(k, rows, a_col, b, 0, offsets, 1, 1, i, rows_left, EP_GEMM_NR, c, ldc, epilogue, 0);
         else
             rows_tile(k, rows, a_col, b, 0, offsets, 1, 0, i, rows_left, EP_GEMM_NR, c, ldc, epilogue, 0);
     }

@@ -317,12 +317,13 @@ def test_matmul_with_aligned_rows_of_b(rows: int) -> None:
           .astype(np.float32))
 
 
-@pytest.mark.parametrize("rows", range(5, 17))
+@pytest.mark.parametrize("rows", range(1, 17))
 def test_products_with_every_count_of_last_rows(rows: int) -> None:
     """5 to 16 rows of output leave every count of last rows for a micro-kernel of 4, 6 or 8 rows (wasm, AVX2 and
-    NEON, AVX-512), whose spare rows are computed and not stored: through a B packed at plan time (MatMul by a
-    constant), one packed per call (a strided conv) and one read in place (a 1x1 conv), each with a column it does
-    not fill."""
+    NEON, AVX-512), whose spare rows are computed and not stored, or run in a short tile; 1 to 4 rows are a product's
+    only tile, which in a conv read in place is also the one that asks the cache ahead: through a B packed at plan
+    time (MatMul by a constant), one read in place (a strided conv, on its input's phases) and one packed per call
+    (a 1x1 conv), each with a column it does not fill."""
     rng = np.random.default_rng(rows)
     w = rng.standard_normal((48, 70)).astype(np.float32)
     check(single_node("MatMul", [rows, 48], {"w": w}, ["w"]), rng.standard_normal((rows, 48)).astype(np.float32))

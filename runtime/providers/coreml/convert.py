@@ -3,6 +3,7 @@ then `mlprogram` with the profile's deployment target, compute precision and wei
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,14 +84,29 @@ def to_mlpackage(model: onnx.ModelProto, path: Path, options: Mapping[str, Any])
                             where="coreml provider", fix="use fp16 (the default) or fp32")
     conversion = to_program(with_fp16_safe_constants(model) if precision == "fp16" else model, target)
     with quiet(), without_collection():
-        mlmodel = ct.convert(conversion.program, convert_to="mlprogram", minimum_deployment_target=_target(ct, target),
-                             compute_precision=ct.precision.FLOAT16 if precision == "fp16" else ct.precision.FLOAT32,
-                             skip_model_load=True)
-        mlmodel = compress(mlmodel, options.get("weights", precision))
-        mlmodel.short_description = f"{model.graph.name or 'model'}, converted by edgepack"
-        mlmodel.save(str(path))
+        converted = ct.convert(conversion.program, convert_to="mlprogram",
+                               minimum_deployment_target=_target(ct, target),
+                               compute_precision=ct.precision.FLOAT16 if precision == "fp16" else ct.precision.FLOAT32,
+                               skip_model_load=True)
+        try:
+            mlmodel = compress(converted, options.get("weights", precision))
+            try:
+                mlmodel.short_description = f"{model.graph.name or 'model'}, converted by edgepack"
+                mlmodel.save(str(path))
+                description = mlmodel.get_spec().description
+            finally:
+                _remove_temporary_package(mlmodel)
+        finally:
+            _remove_temporary_package(converted)
     make_reproducible(path)
-    return _as_saved(conversion, mlmodel.get_spec().description)
+    return _as_saved(conversion, description)
+
+
+def _remove_temporary_package(mlmodel: Any) -> None:
+    """coremltools keeps each converted or compressed model as a whole `.mlpackage` in the temporary folder until
+    the process exits; a build that tries many partitions, or a notebook that builds many bundles, would fill it."""
+    if getattr(mlmodel, "is_temp_package", False):
+        shutil.rmtree(mlmodel.package_path, ignore_errors=True)
 
 
 def _as_saved(conversion: Conversion, description: Any) -> Conversion:

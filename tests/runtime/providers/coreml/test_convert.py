@@ -65,3 +65,22 @@ def test_int64_input_is_refused() -> None:
     assert "int64" in PROVIDERS["coreml"].capability.refusal(model.graph.node[0], {"": 17}, _values(model))
     with pytest.raises(EdgepackError, match="'x' is int64.*float32, float16 or int32"):
         to_program(model)
+
+
+@pytest.mark.parametrize("weights", ["fp16", "int8"])
+def test_conversion_leaves_no_package_in_the_temporary_folder(weights: str, tmp_path, monkeypatch) -> None:
+    """coremltools keeps every converted (and compressed) model in the temporary folder until the process exits;
+    the conversion removes them once the bundle's copy is saved."""
+    import tempfile
+
+    from edgepack.runtime.providers.coreml.convert import to_mlpackage
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    w = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    model = one_node(helper.make_node("MatMul", ["x", "w"], ["y"]), {"x": np.ones((1, 64), np.float32)},
+                     weights={"w": w})
+    to_mlpackage(model, tmp_path / "saved.mlpackage", {"weights": weights, "compute_precision": "fp16"})
+    assert (tmp_path / "saved.mlpackage" / "Manifest.json").is_file()
+    assert list(scratch.iterdir()) == []

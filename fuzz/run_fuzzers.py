@@ -13,11 +13,14 @@ Targets:
 
 Seeds: the kept corpus in fuzz/corpus/<target>, and for the plans, the tiny sample models' plans. Each target runs
 on a copy of its corpus; it prints, per target, the executions, the coverage (libFuzzer's `cov` edges and `ft`
-features at the end), the corpus size and the crashes (the inputs libFuzzer wrote), and exits 1 on any crash."""
+features at the end), the corpus size and the crashes (the inputs libFuzzer wrote), and exits 1 on any crash.
+The targets' temporary files (the manifest target's bundles) go in the run's own folder, removed at its end:
+libFuzzer ends a process without running its exit handlers."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -76,7 +79,7 @@ def run(target: str, executions: int, work: Path) -> Figures:
     artifacts.mkdir()
     proc = subprocess.run([*command(target), f"-runs={executions}", f"-max_len={MAX_LEN[target]}",
                            "-print_final_stats=1", "-timeout=20", f"-artifact_prefix={artifacts}/", str(corpus)],
-                          capture_output=True, text=True, cwd=work)
+                          capture_output=True, text=True, cwd=work, env={**os.environ, "TMPDIR": str(work)})
     log = proc.stderr
     final = re.findall(r"cov: (\d+) ft: (\d+) corp: (\d+)", log)
     cov, ft, size = map(int, final[-1]) if final else (0, 0, 0)

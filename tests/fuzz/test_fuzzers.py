@@ -4,6 +4,7 @@ the loader and executor, and the bundle loaders, on the corpus kept in fuzz/corp
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -27,9 +28,14 @@ def missing() -> str | None:
 
 
 @pytest.mark.skipif(missing() is not None, reason=str(missing()))
-def test_a_short_fuzzing_run_finds_no_crash() -> None:
+def test_a_short_fuzzing_run_finds_no_crash(tmp_path: Path) -> None:
+    """...and leaves no folder of its own in the temporary folder (here the test's)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
     proc = subprocess.run([sys.executable, str(ROOT / "fuzz" / "run_fuzzers.py"), "--scale", "0.01"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "TMPDIR": str(scratch)})
+    assert list(scratch.glob("edgepack-*")) == []
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     lines = {line.split()[0]: line for line in proc.stdout.splitlines() if "executions in" in line}
     assert set(lines) == {"epk-load", "epk-run", "manifest"}

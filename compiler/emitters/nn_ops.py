@@ -85,6 +85,9 @@ def depthwise_scratch(size: Sequence[int], out: Sequence[int], kernel: Sequence[
 PADDED_CONV_FLOATS = 4 << 20
 """conv.c's limit on a padded conv's zero-padded input (or its phases) and output grid (the NR terms left out): a
 stride-2 conv past it runs in bands of output rows that fit."""
+PACKED_PHASE_TAPS, PACKED_PHASE_OUTPUTS = 256, 32
+"""conv.c's: a stride-2 conv of more taps and at least that many output channels copies each panel out of its phases
+into the scratch."""
 
 
 def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: Sequence[int], kernel: Sequence[int],
@@ -109,7 +112,11 @@ def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: S
         plane = (band + lead) * width
     grid = -(-band * width // PANEL_COLUMNS) * PANEL_COLUMNS
     padded_input = planes * plane + (kernel[1] - 1) * dilations[1] // stride + PANEL_COLUMNS
-    return 4 * (padded_input + outputs * grid + channels * kernel[0] * kernel[1])
+    taps = channels * kernel[0] * kernel[1]
+    floats = padded_input + outputs * grid + taps
+    if stride == 2 and taps > PACKED_PHASE_TAPS and outputs >= PACKED_PHASE_OUTPUTS:
+        floats = -(-floats // 16) * 16 + taps * PANEL_COLUMNS
+    return 4 * floats
 
 
 NARROW_POSITIONS = 10

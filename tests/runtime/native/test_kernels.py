@@ -186,10 +186,17 @@ STRIDE_TWO = {  # channels in, out, group, kernel h w, pads (top, left, bottom, 
     "past the padded limit, in bands": (16, 4, 1, (3, 3), (1, 1, 1, 1), (600, 600)),
     "in bands, 5x5, uneven pads": (16, 6, 1, (5, 5), (2, 1, 1, 2), (701, 433)),
     "in bands, 2x2 no padding": (20, 8, 1, (2, 2), (0, 0, 0, 0), (650, 401)),
+    "panels copied, on the grid": (32, 40, 1, (3, 3), (1, 1, 1, 1), (41, 70)),
+    "panels copied, rows shifted": (40, 37, 1, (3, 3), (1, 1, 1, 1), (30, 80)),
+    "panels copied, whole rows, groups": (64, 70, 2, (3, 3), (1, 1, 1, 1), (20, 64)),
+    "panels copied, in bands": (12, 33, 1, (5, 5), (2, 2, 2, 2), (1290, 301)),
 }
 """Stride-2 convs without dilation run on the four phases of their zero-padded input (conv.c's padded_conv_of); where
 those and the output grid would take over 4 Mi floats (16 channels of 600x600), in bands of output rows that fit,
-each band's phases built in turn (the last band shorter, the bottom padding in it)."""
+each band's phases built in turn (the last band shorter, the bottom padding in it). Past 256 taps (channels x
+kernel) and from 32 output channels each panel is copied out of the phases before its product (conv.c's
+PACKED_PHASE_TAPS): on the output grid, into rows whose last panel is shifted, into whole panels a row, and in
+bands."""
 
 
 @pytest.mark.parametrize("case", list(STRIDE_TWO))
@@ -204,11 +211,12 @@ def test_stride_two_conv_in_bands_on_the_wasm_core(case: str) -> None:
     check_stride_two(case, "wasm")
 
 
-def test_stride_two_conv_in_bands_runs_clean_under_address_and_undefined_sanitizers(tmp_path: Path) -> None:
-    """Each band's phases and products stay inside the scratch, the input and the output (the sanitized runner:
-    8-lane vectors, no AVX), with onnxruntime's results."""
-    model, x = stride_two_case("in bands, 2x2 no padding")
-    assert relative_error(run_onnxruntime(model, {"x": x})["y"], sanitized_output(model, x, tmp_path / "bands")) \
+@pytest.mark.parametrize("case", ["in bands, 2x2 no padding", "panels copied, rows shifted"])
+def test_stride_two_conv_runs_clean_under_address_and_undefined_sanitizers(case: str, tmp_path: Path) -> None:
+    """Each band's phases, the copied panels and the products stay inside the scratch, the input and the output (the
+    sanitized runner: 8-lane vectors, no AVX), with onnxruntime's results."""
+    model, x = stride_two_case(case)
+    assert relative_error(run_onnxruntime(model, {"x": x})["y"], sanitized_output(model, x, tmp_path / "conv")) \
         <= TOLERANCE
 
 

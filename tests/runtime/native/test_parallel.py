@@ -106,6 +106,7 @@ PATHS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "conv padded, whole panels per row": conv(16, 24, 3, (40, 64), pads=[1, 1, 1, 1]),
     "conv stride 2 on phases": conv(8, 16, 3, (80, 70), strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv stride 2 on phases, in bands of rows": conv(16, 4, 3, (600, 600), strides=[2, 2], pads=[1, 1, 1, 1]),
+    "conv stride 2, panels copied": conv(48, 36, 3, (44, 70), strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv in place (strides 2 x 1)": conv(16, 24, 3, (60, 50), strides=[2, 1], pads=[1, 1, 1, 1]),
     "conv 1x1 packed": conv(32, 48, 1, (40, 40)),
     "conv im2col packed (stride 3)": conv(16, 32, 3, (61, 60), strides=[3, 3]),
@@ -325,9 +326,9 @@ def test_the_sanitized_runner_on_three_threads_matches_its_one_thread_run(name: 
 
 
 @pytest.mark.parametrize("name", ["conv padded, on the grid", "conv in place (strides 2 x 1)",
-                                  "depthwise in lanes (14 columns)", "winograd", "matmul batched",
-                                  "lstm, two directions of three rows", "int8 matmul and a round trip",
-                                  "binary, rows broadcast"])
+                                  "conv stride 2, panels copied", "depthwise in lanes (14 columns)", "winograd",
+                                  "matmul batched", "lstm, two directions of three rows",
+                                  "int8 matmul and a round trip", "binary, rows broadcast"])
 def test_the_thread_sanitizer_finds_no_race_on_three_threads(name: str, tmp_path: Path) -> None:
     """ThreadSanitizer over runs on 3 threads (the pool's hand-over, and the tasks' writes to the output and to their
     worker's scratch); its one-thread run gives the same bits."""

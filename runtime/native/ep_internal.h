@@ -192,22 +192,24 @@ static inline float ep_expf(float x) {
 float ep_logf(float x);
 float ep_tanhf(float x);
 static inline float ep_sigmoidf(float x) { return 1.0f / (1.0f + ep_expf(-x)); }
-/* erf to about 2 ulp: x times an even Taylor polynomial for |x| < 1; above, 1 - erfc with erfc(x) = t P(t) e^(-x^2),
-   t = 1 / (1 + 0.3275911 |x|) (Abramowitz and Stegun 7.1.26, absolute error 1.5e-7), which is 1 from 4 on. The
-   polynomials are macros, so that vector kernels (kernels/vector_math.h) evaluate them alike. */
-#define EP_ERF_TAYLOR(x2)                                                                                          \
-    (1.128379167e+00f + (x2) * (-3.761263890e-01f + (x2) * (1.128379167e-01f + (x2) * (-2.686617065e-02f +        \
-     (x2) * (5.223977625e-03f + (x2) * (-8.548327023e-04f + (x2) * (1.205533298e-04f + (x2) * (-1.492565036e-05f + \
-     (x2) * (1.646211437e-06f + (x2) * (-1.636584469e-07f + (x2) * 1.480719282e-08f))))))))))
-#define EP_ERFC_POLY(t)                                                                                            \
-    ((t) * (0.254829592f + (t) * (-0.284496736f + (t) * (1.421413741f + (t) * (-1.453152027f + (t) * 1.061405429f)))))
-#define EP_ERFC_P 0.3275911f
+/* erf of |x| = a: a P(a^2) / Q(a^2) with P and Q of degree 5 (a rational fit to erf on [0, 3.925], relative error
+   2e-8 before float rounding), a clamped to 3.925, from where erf rounds to 1. In float: at most 5.4 ulp (3.2e-7,
+   near 3.9), 0.8 ulp on average, where the Taylor series below 1 and Abramowitz and Stegun's erfc above (an exp, two
+   polynomials and a division, both forms in vector lanes) gave 3.0 ulp at most: with their GELUs, PP-OCRv6 small
+   det and rec took 0.95 and 0.91 of their time, smart-turn-v3.2 0.97 (AMD EPYC, AVX2). A macro, so that vector
+   kernels (kernels/vector_math.h) evaluate it alike. */
+#define EP_ERF_LIMIT 3.925f
+#define EP_ERF_RATIONAL(a, t)                                                                                      \
+    ((a) * (1.1283791065216064f + (t) * (0.1905880570411682f + (t) * (0.052768200635910034f +                     \
+     (t) * (0.003772214986383915f + (t) * (0.0002848210569936782f + (t) * 2.045876954070991e-06f))))) /           \
+     (1.0f + (t) * (0.5022370219230652f + (t) * (0.1141800582408905f + (t) * (0.014982534572482109f +             \
+     (t) * (0.0011637487914413214f + (t) * 3.8045029214117676e-05f))))))
 static inline float ep_erff(float x) {
-    float ax = x < 0.0f ? -x : x;
-    if (ax < 1.0f) return x * EP_ERF_TAYLOR(x * x);
     if (x != x) return x;
-    ax = ax > 4.0f ? 4.0f : ax;
-    float t = 1.0f / (1.0f + EP_ERFC_P * ax), y = 1.0f - EP_ERFC_POLY(t) * ep_expf(-ax * ax);
+    float a = x < 0.0f ? -x : x;
+    a = a > EP_ERF_LIMIT ? EP_ERF_LIMIT : a;
+    float t = a * a, y = EP_ERF_RATIONAL(a, t);
+    y = y > 1.0f ? 1.0f : y;
     return x < 0.0f ? -y : y;
 }
 float ep_powf(float x, float y);

@@ -94,19 +94,16 @@ static inline void ep_tanh_lanes(ep_vf *x) {
     *x = (ep_vf)(((ep_vi)near & small) | ((ep_vi)far & ~small));
 }
 
-/* erf of each lane in place, on the build's widest vector, as ep_erff computes it (both of its forms, then the one
-   for each lane's magnitude). */
+/* erf of each lane in place, on the build's widest vector, as ep_erff computes it (NaN stays NaN). */
 static inline void ep_erf_wide(ep_vw *x) {
     ep_vwi sign = (ep_vwi)*x & INT32_MIN;
-    ep_vw ax = (ep_vw)((ep_vwi)*x & INT32_MAX);
-    ep_vwi small = ax < 1.0f;
-    ep_vw near = *x * EP_ERF_TAYLOR(*x * *x);
-    ep_vwi beyond = ax > 4.0f;
-    ax = (ep_vw)(((ep_vwi)ax & ~beyond) | ((ep_vwi)((ep_vw){0} + 4.0f) & beyond));
-    ep_vw t = 1.0f / (1.0f + EP_ERFC_P * ax), e = -ax * ax;
-    ep_exp_wide(&e);
-    ep_vw far = (ep_vw)((ep_vwi)(1.0f - EP_ERFC_POLY(t) * e) | sign);
-    *x = (ep_vw)(((ep_vwi)near & small) | ((ep_vwi)far & ~small));
+    ep_vw a = (ep_vw)((ep_vwi)*x & INT32_MAX);
+    ep_vwi beyond = a > EP_ERF_LIMIT;
+    a = (ep_vw)(((ep_vwi)a & ~beyond) | ((ep_vwi)((ep_vw){0} + EP_ERF_LIMIT) & beyond));
+    ep_vw t = a * a, y = EP_ERF_RATIONAL(a, t);
+    ep_vwi above_one = y > 1.0f;
+    y = (ep_vw)(((ep_vwi)y & ~above_one) | ((ep_vwi)((ep_vw){0} + 1.0f) & above_one));
+    *x = (ep_vw)((ep_vwi)y | sign);
 }
 #endif
 

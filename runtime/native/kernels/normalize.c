@@ -46,8 +46,7 @@ static void softmax_row(const float *src, float *dst, int64_t length) {
         ep_vw v;
         __builtin_memcpy(&v, src + k, sizeof v);
         v -= peak;
-        ep_clamp_exp_range_wide(&v);
-        ep_exp_wide(&v);
+        ep_exp_nonpositive_wide(&v);
         __builtin_memcpy(dst + k, &v, sizeof v);
         lanes += v;
     }

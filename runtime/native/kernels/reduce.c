@@ -30,25 +30,64 @@ static int reduces_trailing_axes(const ep_node *n, int32_t rank) {
     return d == rank;
 }
 
-static float reduce_row(int32_t kind, const float *row, int64_t length) {
-    double acc = kind == R_PROD ? 1.0 : 0.0;
-    float extreme = length ? row[0] : (kind == R_MAX ? -EP_INFINITY : EP_INFINITY);
-    for (int64_t i = 0; i < length; i++) {
-        float v = row[i];
-        switch (kind) {
-        case R_MAX: extreme = (v > extreme || v != v) ? v : extreme; break;
-        case R_MIN: extreme = (v < extreme || v != v) ? v : extreme; break;
-        case R_PROD: acc *= v; break;
-        case R_SUM_SQUARE: case R_L2: acc += (double)v * v; break;
-        case R_L1: acc += v < 0 ? -v : v; break;
-        default: acc += v; break;
+/* A row's sum in double: of its values (`term` 0), their squares (1) or their magnitudes (2); inlined with `term`
+   constant. Eight floats a step into two vectors of four doubles (vector extensions), the rest one by one: in one
+   scalar double, behind a switch per value, PP-OCRv6 small rec's ReduceMeans over 480 values took 2.7 ns a value. */
+static inline __attribute__((always_inline)) double sum_row(const float *row, int64_t length, int term) {
+    int64_t i = 0;
+    double total = 0.0;
+#if defined(__GNUC__) || defined(__clang__)
+    typedef float quad_f __attribute__((vector_size(16)));
+    typedef double quad_d __attribute__((vector_size(32)));
+    typedef int64_t quad_i __attribute__((vector_size(32)));
+    quad_d low = {0}, high = {0};
+    for (; i + 8 <= length; i += 8) {
+        quad_f a, b;
+        __builtin_memcpy(&a, row + i, sizeof a);
+        __builtin_memcpy(&b, row + i + 4, sizeof b);
+        quad_d x = __builtin_convertvector(a, quad_d), y = __builtin_convertvector(b, quad_d);
+        if (term == 1) {
+            x *= x;
+            y *= y;
+        } else if (term == 2) {
+            x = (quad_d)((quad_i)x & INT64_MAX);
+            y = (quad_d)((quad_i)y & INT64_MAX);
         }
+        low += x;
+        high += y;
     }
-    if (kind == R_MAX || kind == R_MIN) return extreme;
-    if (kind == R_MEAN) return length ? (float)(acc / (double)length) : 0.0f;
-    if (kind == R_L2) return ep_sqrtf((float)acc);
-    if (kind == R_LOG_SUM) return ep_logf((float)acc);
-    return (float)acc;
+    low += high;
+    total = (low[0] + low[1]) + (low[2] + low[3]);
+#endif
+    for (; i < length; i++) {
+        double v = row[i];
+        total += term == 1 ? v * v : term == 2 && v < 0 ? -v : v;
+    }
+    return total;
+}
+
+static float reduce_row(int32_t kind, const float *row, int64_t length) {
+    if (kind == R_MAX || kind == R_MIN) {
+        float extreme = length ? row[0] : (kind == R_MAX ? -EP_INFINITY : EP_INFINITY);
+        for (int64_t i = 0; i < length; i++) {
+            float v = row[i];
+            int replaces = kind == R_MAX ? v > extreme : v < extreme;
+            extreme = replaces || v != v ? v : extreme;
+        }
+        return extreme;
+    }
+    if (kind == R_PROD) {
+        double product = 1.0;
+        for (int64_t i = 0; i < length; i++) product *= row[i];
+        return (float)product;
+    }
+    double total = kind == R_SUM_SQUARE || kind == R_L2 ? sum_row(row, length, 1)
+                   : kind == R_L1                      ? sum_row(row, length, 2)
+                                                       : sum_row(row, length, 0);
+    if (kind == R_MEAN) return length ? (float)(total / (double)length) : 0.0f;
+    if (kind == R_L2) return ep_sqrtf((float)total);
+    if (kind == R_LOG_SUM) return ep_logf((float)total);
+    return (float)total;
 }
 
 /* The reduced axes are one block with kept axes around it: the input is [outer, length, inner]. */

@@ -69,6 +69,11 @@ FLOAT_CASES = {
     "Acosh": np.concatenate([spread(1, 20), np.geomspace(1, 3e38, 5_000, dtype=np.float32), [0.5, -3.0], SPECIAL]),
     "Atanh": np.concatenate([spread(-1, 1), both_signs(1e-30, 1e-3), [1.5, -2.0], SPECIAL]),
     "Erf": np.concatenate([spread(-5, 5, 10_001), both_signs(1e-30, 1e30, 1_001), SPECIAL]),
+    "Log": np.concatenate([spread(0, 3, 10_001), both_signs(1e-45, 3e38), SPECIAL]),
+    "Sqrt": np.concatenate([spread(0, 100, 10_001), both_signs(1e-45, 3e38), SPECIAL]),
+    "Abs": np.concatenate([spread(-3, 3, 1_001), both_signs(1e-45, 3e38), SPECIAL]),
+    "Neg": np.concatenate([spread(-3, 3, 1_001), both_signs(1e-45, 3e38), SPECIAL]),
+    "Reciprocal": np.concatenate([spread(-3, 3, 1_000), both_signs(1e-37, 3e37), SPECIAL]),
     "Mish": np.concatenate([spread(-80, 30), both_signs(1e-30, 1.0), [1e4, 3e38, np.nan, np.inf, 0.0]]),
 }
 

@@ -120,7 +120,7 @@ def padded_conv_scratch(channels: int, outputs: int, size: Sequence[int], out: S
 
 
 NARROW_POSITIONS = 10
-"""conv.c's NARROW_POSITIONS: convs with more output positions never run as dot products."""
+"""conv.h's EP_CONV_NARROW_POSITIONS: convs with more output positions never run as dot products."""
 
 WINOGRAD_MAX_WEIGHT_FLOATS = 1 << 20
 WINOGRAD_TILES = 64

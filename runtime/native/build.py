@@ -210,8 +210,8 @@ def device_profile_runner(march: str | None) -> Path:
 WASM_CC = "clang"
 WASM = ["--target=wasm32", "-msimd128", "-mbulk-memory", "-ffp-contract=fast", "-nostdlib"]
 WASM_OPTIMIZATION = {
-    **dict.fromkeys(("kernels/gemm.c", "kernels/gemm_dot.c", "kernels/conv.c", "kernels/padding.c",
-                      "kernels/conv_transpose.c", "kernels/depthwise.c"), ["-O2"]),
+    **dict.fromkeys(("kernels/gemm.c", "kernels/gemm_dot.c", "kernels/conv.c", "kernels/conv_narrow.c",
+                      "kernels/padding.c", "kernels/conv_transpose.c", "kernels/depthwise.c"), ["-O2"]),
     **dict.fromkeys((f"kernels/{name}.c" for name in ("matmul", "int8_matmul", "quant", "dequantize", "recurrent",
                                                       "elementwise", "unary", "reduce", "normalize", "resize",
                                                       "pool", "pool_planes")),

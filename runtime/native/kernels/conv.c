@@ -74,17 +74,6 @@ static int is_pointwise(const conv_shape *s) {
     return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0;
 }
 
-/* Few output positions (under a panel's columns, and at most NARROW_POSITIONS) and many output channels: dot
-   products of each weight row with each position's taps (`ep_gemm_dot`), nothing packed. With AVX-512's 32-column
-   panels the product on packed panels is faster from 12 positions up though most of their columns are padding
-   (0.75 to 0.84 of the time at 12 to 20), the dot products up to 9 (0.92 of it at 9, 0.2 at 3); with wasm's
-   8-column panels the dot products stay faster at 3 and 4 (silero-vad: 0.37x onnxruntime-web, 0.49 packed). */
-#define NARROW_POSITIONS 10
-static int is_narrow(const conv_shape *s) {
-    int64_t positions = s->oh * s->ow;
-    return positions < EP_GEMM_NR && positions <= NARROW_POSITIONS && s->mg >= 2 * EP_GEMM_NR;
-}
-
 /* One output row or one output column: a 1-D conv (Conv1d's export, or one laid along H). Its panels are packed
    from im2col rather than read in place, padded or not: 0.82 to 0.89 of the time on 1-D convs of 80 to 384 input
    channels, 3 or 5 taps, stride 1 or 2 (Intel Xeon, AVX-512), where in place stays as fast or faster in 2-D. */
@@ -136,7 +125,8 @@ typedef struct padded_conv {
 /* Whether the conv runs padded, and its geometry. The size limit leaves out the NR terms, so that the plan
    compiler (compiler/emitters/nn_ops.py), sizing for the widest panel, makes the same choice. */
 static int padded_conv_of(const conv_shape *s, padded_conv *p) {
-    if (s->sw != s->sh || s->kh * s->kw == 1 || is_depthwise(s) || is_narrow(s) || is_one_dimensional(s)) return 0;
+    if (s->sw != s->sh || s->kh * s->kw == 1 || is_depthwise(s) || ep_conv_is_narrow(s) || is_one_dimensional(s))
+        return 0;
     if (s->sw != 1 && (s->sw != 2 || s->dh != 1 || s->dw != 1)) return 0;
     p->stride = s->sw;
     int64_t rows = padded_extent(s->oh, s->sh, s->kh, s->dh, s->pt, s->h);
@@ -175,57 +165,10 @@ static ep_status check_conv(const ep_node *n, size_t *scratch, char *error) {
     padded_conv p = {0};
     if (ep_winograd_applies(&s)) *scratch = ep_winograd_scratch_floats(&s) * sizeof(float);
     else if (padded_conv_of(&s, &p)) *scratch = padded_scratch_floats(&s, &p) * sizeof(float);
-    else if (!is_depthwise(&s)) *scratch = k * (is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
+    else if (!is_depthwise(&s))
+        *scratch = k * (ep_conv_is_narrow(&s) ? (size_t)(s.oh * s.ow) : EP_GEMM_NR) * sizeof(float);
     else *scratch = ep_depthwise_scratch_floats(&s) * sizeof(float);
     return EP_OK;
-}
-
-/* The whole im2col matrix, transposed (OH*OW x K: each output position's taps contiguous): the narrow case's
-   right operand. */
-static void im2col_transposed(float *col, const float *x, const conv_shape *s) {
-    int64_t k = s->cg * s->kh * s->kw, kk = 0;
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t ky = 0; ky < s->kh; ky++)
-            for (int64_t kx = 0; kx < s->kw; kx++, kk++)
-                for (int64_t oy = 0; oy < s->oh; oy++) {
-                    int64_t iy = oy * s->sh - s->pt + ky * s->dh;
-                    int row_inside = iy >= 0 && iy < s->h;
-                    const float *row = x + (c * s->h + (row_inside ? iy : 0)) * s->w;
-                    float *out = col + oy * s->ow * k + kk;
-                    for (int64_t ox = 0; ox < s->ow; ox++) {
-                        int64_t ix = ox * s->sw - s->pl + kx * s->dw;
-                        out[ox * k] = row_inside && ix >= 0 && ix < s->w ? row[ix] : 0.0f;
-                    }
-                }
-}
-
-/* Rows [begin, end) of a narrow conv's product: its weight rows' dot products with the im2col matrix's rows. */
-typedef struct narrow_rows {
-    const conv_shape *s;
-    const float *wg, *col;
-    float *yg;
-    const ep_epilogue *e;
-    int64_t tasks;
-} narrow_rows;
-
-static void narrow_task(void *arg, int32_t worker, int64_t index) {
-    const narrow_rows *r = (const narrow_rows *)arg;
-    const conv_shape *s = r->s;
-    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw, begin, end;
-    (void)worker;
-    ep_task_range(s->mg, r->tasks, index, EP_GEMM_MR, &begin, &end);
-    ep_epilogue e = *r->e;
-    if (e.row_bias) e.row_bias += begin;
-    ep_gemm_dot(end - begin, ohw, k, r->wg + begin * k, r->col, k, r->yg + begin * ohw, ohw, 1, &e);
-}
-
-static void run_narrow(const conv_shape *s, const float *xg, const float *wg, float *yg, const ep_epilogue *e,
-                       const ep_context *ctx) {
-    int64_t ohw = s->oh * s->ow, k = s->cg * s->kh * s->kw;
-    im2col_transposed(ctx->scratch, xg, s);
-    narrow_rows r = {s, wg, ctx->scratch, yg, e, 0};
-    r.tasks = ep_task_count(ctx, (s->mg + EP_GEMM_MR - 1) / EP_GEMM_MR, (double)(s->mg * k * ohw));
-    ep_parallel(ctx, r.tasks, narrow_task, &r);
 }
 
 /* One row (c, ky, kx) of a panel whose columns lie in one output row, fully inside the input: a strided
@@ -499,7 +442,7 @@ static ep_status run_conv(const ep_node *n, const ep_context *ctx) {
             conv_columns c = {&s, &padded, x + (b * s.c + g * s.cg) * hw, w + g * s.mg * k, 0,
                               y + (b * s.m + g * s.mg) * ohw, 0, offsets, &e, ctx, ohw, tasks,
                               ep_gemm_block_columns(k, ctx->scratch_floats), ohw};
-            if (is_narrow(&s)) run_narrow(&s, c.xg, c.wg, c.yg, &e, ctx);
+            if (ep_conv_is_narrow(&s)) ep_conv_narrow(&s, c.xg, c.wg, c.yg, &e, ctx);
             else if (run_on_padding) run_padded(&c, ctx->scratch);
             else ep_parallel(ctx, tasks, offsets ? direct_task : packed_task, &c);
         }

@@ -1,5 +1,5 @@
-/* The geometry a Conv or ConvTranspose reads from its node (conv.c), shared with the depthwise kernels
-   (depthwise.c). */
+/* The geometry a Conv or ConvTranspose reads from its node (conv.c), shared with the depthwise, narrow and Winograd
+   kernels (depthwise.c, conv_narrow.c, winograd.c). */
 #ifndef EP_CONV_H
 #define EP_CONV_H
 
@@ -34,6 +34,23 @@ static inline int64_t padded_extent(int64_t out, int64_t stride, int64_t kernel,
     int64_t reach = (out - 1) * stride + (kernel - 1) * dilation + 1;
     return reach > pad + in ? reach : pad + in;
 }
+
+/* Few output positions (under a panel's columns, and at most EP_CONV_NARROW_POSITIONS) and many output channels:
+   dot products of each weight row with each position's taps (`ep_gemm_dot`, conv_narrow.c), nothing packed. With
+   AVX-512's 32-column panels the product on packed panels is faster from 12 positions up though most of their
+   columns are padding (0.75 to 0.84 of the time at 12 to 20), the dot products up to 9 (0.92 of it at 9, 0.2 at 3);
+   with wasm's 8-column panels the dot products stay faster at 3 and 4 (silero-vad: 0.37x onnxruntime-web, 0.49
+   packed). */
+#define EP_CONV_NARROW_POSITIONS 10
+static inline int ep_conv_is_narrow(const conv_shape *s) {
+    int64_t positions = s->oh * s->ow;
+    return positions < EP_GEMM_NR && positions <= EP_CONV_NARROW_POSITIONS && s->mg >= 2 * EP_GEMM_NR;
+}
+
+/* A narrow conv (ep_conv_is_narrow) of one group: x's im2col matrix transposed into the scratch, then each weight
+   row's dot products with it, split into tasks by output channels. */
+void ep_conv_narrow(const conv_shape *s, const float *xg, const float *wg, float *yg, const ep_epilogue *e,
+                    const ep_context *ctx);
 
 /* Everything of a plane of hp x wp floats but rows [pt, pt + h) by columns [pl, pl + w) zeroed: the padding around
    an input the caller copies in. */

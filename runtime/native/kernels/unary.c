@@ -138,25 +138,32 @@ static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = gelu ? unary_f32(U_GELU, x[i], 0.0f, 0.0f) : ep_erff(x[i]);
 }
 
-/* log, EP_VW_LANES at a time (ep_log_wide), the last few from a vector padded with ones: each element alike. One
-   by one (ep_logf, in double), basic-pitch's Log of 172 x 309 took 20 ns a value. */
+/* log, EP_VW_LANES at a time (ep_log_wide), the last few through a vector padded with ones: each element alike,
+   and one copy of the vector code (the wasm core's bytes). One by one (ep_logf, in double), basic-pitch's Log of
+   172 x 309 took 20 ns a value. */
 static void log_f32(const float *x, float *y, int64_t count) {
-    int64_t i = 0;
 #ifdef EP_VECTOR_MATH
-    for (; i + EP_VW_LANES <= count; i += EP_VW_LANES) {
+    for (int64_t i = 0; i < count; i += EP_VW_LANES) {
+        float last[EP_VW_LANES];
+        int64_t n = count - i < EP_VW_LANES ? count - i : EP_VW_LANES;
+        const float *in = x + i;
+        if (n < EP_VW_LANES) {
+            for (int64_t l = 0; l < EP_VW_LANES; l++) last[l] = l < n ? x[i + l] : 1.0f;
+            in = last;
+        }
         ep_vw v;
-        __builtin_memcpy(&v, x + i, sizeof v);
+        __builtin_memcpy(&v, in, sizeof v);
         ep_log_wide(&v);
-        __builtin_memcpy(y + i, &v, sizeof v);
+        if (n < EP_VW_LANES) {
+            __builtin_memcpy(last, &v, sizeof v);
+            for (int64_t l = 0; l < n; l++) y[i + l] = last[l];
+        } else {
+            __builtin_memcpy(y + i, &v, sizeof v);
+        }
     }
-    if (i < count) {
-        ep_vw v = (ep_vw){0} + 1.0f;
-        ep_memcpy(&v, x + i, (size_t)(count - i) * sizeof(float));
-        ep_log_wide(&v);
-        ep_memcpy(y + i, &v, (size_t)(count - i) * sizeof(float));
-    }
+#else
+    for (int64_t i = 0; i < count; i++) y[i] = ep_logf(x[i]);
 #endif
-    for (; i < count; i++) y[i] = ep_logf(x[i]);
 }
 
 /* GELU's tanh form, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), EP_VF_LANES at a time; the rest one by one. */

@@ -217,6 +217,7 @@ typedef struct planar_resize {
     const ep_node *n;
     const tap_table *rows, *columns;
     int64_t planes, tasks;
+    int doubled; /* nearest, each input column taken twice in turn (2x upsampling) */
 } planar_resize;
 
 static void planes_task(void *arg, int32_t worker, int64_t index) {
@@ -235,6 +236,14 @@ static void planes_task(void *arg, int32_t worker, int64_t index) {
             const int32_t *ri = r->rows->index + oy * taps;
             const float *r0 = in + (int64_t)ri[0] * w, *rw = r->rows->weight + oy * taps;
             float *row = out + oy * ow;
+            if (taps == 1 && oy > 0 && ri[0] == ri[-1]) {
+                ep_memcpy(row, row - ow, (size_t)ow * sizeof(float));
+                continue;
+            }
+            if (taps == 1 && r->doubled) {
+                for (int64_t ix = 0; ix < w; ix++) row[2 * ix] = row[2 * ix + 1] = r0[ix];
+                continue;
+            }
             if (taps == 1) {
                 for (int64_t ox = 0; ox < ow; ox++) row[ox] = r0[ci[ox]];
                 continue;
@@ -262,7 +271,8 @@ static void run_planar(const ep_node *n, const ep_context *c) {
     columns.taps = taps;
     build_table(n, rank - 2, &rows);
     build_table(n, rank - 1, &columns);
-    planar_resize r = {n, &rows, &columns, y->count / (oh * ow), 0};
+    planar_resize r = {n, &rows, &columns, y->count / (oh * ow), 0, taps == 1 && ow == 2 * x->dims[rank - 1]};
+    for (int64_t ox = 0; ox < ow && r.doubled; ox++) r.doubled = columns.index[ox] == ox / 2;
     r.tasks = ep_task_count(c, r.planes, (double)y->count * EP_COPY_WORK);
     ep_parallel(c, r.tasks, planes_task, &r);
 }

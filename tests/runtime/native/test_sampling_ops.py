@@ -72,6 +72,15 @@ def test_nearest(nearest_mode: str, transform: str) -> None:
            nearest_mode=nearest_mode)
 
 
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil", "floor"])
+@pytest.mark.parametrize("transform", ["asymmetric", "half_pixel"])
+@pytest.mark.parametrize("scales", [[1, 1, 2, 2], [1, 1, 3, 2], [1, 1, 2, 3]])
+def test_nearest_upsampling_by_whole_factors(scales: list[float], transform: str, nearest_mode: str) -> None:
+    """A detector's upsampling: rows that repeat the one above are copied, and columns each taken twice in turn (2x,
+    where the mode picks them so) are written in pairs."""
+    resize((2, 3, 6, 7), scales, mode="nearest", coordinate_transformation_mode=transform, nearest_mode=nearest_mode)
+
+
 @pytest.mark.parametrize("exclude_outside", [0, 1])
 @pytest.mark.parametrize("a", [-0.75, -0.5])
 def test_cubic_coefficients(a: float, exclude_outside: int) -> None:

@@ -103,6 +103,17 @@ def test_activations_agree_with_onnxruntime_within_absolute_error(op: str) -> No
     assert float(error.max()) <= 1e-6
 
 
+def test_gelu_tanh_agrees_with_onnxruntime_within_absolute_error() -> None:
+    """Gelu with approximate="tanh" (x times the logistic function of 2u in vector lanes), as the activations
+    above."""
+    x = np.concatenate([spread(-30, 30, 10_001), both_signs(1e-30, 1e30, 1_001), SPECIAL]).astype(np.float32)
+    ours, expected = run_both(single_node("Gelu", {"x": x}, opset=20, approximate="tanh"), {"x": x})
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(ours[~finite], expected[~finite])
+    error = np.abs(ours[finite].astype(np.float64) - expected[finite]) / np.maximum(1.0, np.abs(x[finite]))
+    assert float(error.max()) <= 1e-6
+
+
 SOFTMAX_SHAPES = [((40, 6625), -1), ((3, 7), 1), ((2, 37, 5), 1), ((4, 1, 9), -1), ((6, 45), -1), ((5, 32), 1),
                   ((1, 16, 4, 43), 1), ((2, 9, 33), 1)]
 """Rows along the last axis (their peaks and exps in vector lanes, odd lengths leaving a tail), and along an inner

@@ -204,14 +204,7 @@ static inline float ep_sigmoidf(float x) { return 1.0f / (1.0f + ep_expf(-x)); }
      (t) * (0.003772214986383915f + (t) * (0.0002848210569936782f + (t) * 2.045876954070991e-06f))))) /           \
      (1.0f + (t) * (0.5022370219230652f + (t) * (0.1141800582408905f + (t) * (0.014982534572482109f +             \
      (t) * (0.0011637487914413214f + (t) * 3.8045029214117676e-05f))))))
-static inline float ep_erff(float x) {
-    if (x != x) return x;
-    float a = x < 0.0f ? -x : x;
-    a = a > EP_ERF_LIMIT ? EP_ERF_LIMIT : a;
-    float t = a * a, y = EP_ERF_RATIONAL(a, t);
-    y = y > 1.0f ? 1.0f : y;
-    return x < 0.0f ? -y : y;
-}
+float ep_erff(float x);
 float ep_powf(float x, float y);
 float ep_sqrtf(float x);
 float ep_floorf(float x);

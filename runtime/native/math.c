@@ -78,6 +78,15 @@ static double log1p_d(double x) {
 
 float ep_logf(float x) { return (float)log_d(x); }
 
+float ep_erff(float x) {
+    if (x != x) return x;
+    float a = x < 0.0f ? -x : x;
+    a = a > EP_ERF_LIMIT ? EP_ERF_LIMIT : a;
+    float t = a * a, y = EP_ERF_RATIONAL(a, t);
+    y = y > 1.0f ? 1.0f : y;
+    return x < 0.0f ? -y : y;
+}
+
 float ep_tanhf(float x) {
     if (x != x) return x;
     if (x > 10.0f) return 1.0f;

@@ -121,6 +121,12 @@ typedef struct padded_conv {
    stride-1 convs, whose panels lie in one plane, took 1.05 to 1.13 (AMD EPYC, AVX2). */
 #define PACKED_PHASE_TAPS 256
 #define PACKED_PHASE_OUTPUTS 32
+/* Not on wasm (unmeasured there), for the page's bytes. */
+#ifdef __wasm__
+#define PACKED_PHASES 0
+#else
+#define PACKED_PHASES 1
+#endif
 
 /* Whether the conv runs padded, and its geometry. The size limit leaves out the NR terms, so that the plan
    compiler (compiler/emitters/nn_ops.py), sizing for the widest panel, makes the same choice. */
@@ -146,7 +152,7 @@ static int padded_conv_of(const conv_shape *s, padded_conv *p) {
     p->grid = (p->band * p->wp + EP_GEMM_NR - 1) / EP_GEMM_NR * EP_GEMM_NR;
     p->input = planes * p->hp * p->wp + (s->kw - 1) * s->dw / p->stride + EP_GEMM_NR;
     int64_t taps = s->cg * s->kh * s->kw;
-    p->packed = p->stride == 2 && taps > PACKED_PHASE_TAPS && s->mg >= PACKED_PHASE_OUTPUTS
+    p->packed = PACKED_PHASES && p->stride == 2 && taps > PACKED_PHASE_TAPS && s->mg >= PACKED_PHASE_OUTPUTS
                     ? (p->input + s->mg * p->grid + taps + 15) / 16 * 16 : 0;
     return 1;
 }

@@ -15,7 +15,7 @@
    branches one value at a time (magika's max over 512 rows of 508 took 1.8 ns a value). */
 static int64_t global_max_lanes(const float *plane, int64_t size, float part[GLOBAL_LANES]) {
     int64_t i = 0;
-#ifdef EP_VECTOR_MATH
+#if defined(EP_VECTOR_MATH) && !defined(__wasm__) /* not on wasm, for the page's bytes */
     ep_vw peaks[GLOBAL_LANES / EP_VW_LANES];
     __builtin_memcpy(peaks, part, sizeof peaks);
     for (; i + GLOBAL_LANES <= size; i += GLOBAL_LANES)

@@ -31,12 +31,13 @@ static int reduces_trailing_axes(const ep_node *n, int32_t rank) {
 }
 
 /* A row's sum in double: of its values (`term` 0), their squares (1) or their magnitudes (2); inlined with `term`
-   constant. Eight floats a step into two vectors of four doubles (vector extensions), the rest one by one: in one
-   scalar double, behind a switch per value, PP-OCRv6 small rec's ReduceMeans over 480 values took 2.7 ns a value. */
+   constant. Eight floats a step into two vectors of four doubles (vector extensions; native builds), the rest one by
+   one: in one scalar double, behind a switch per value, PP-OCRv6 small rec's ReduceMeans over 480 values took 2.7 ns
+   a value. */
 static inline __attribute__((always_inline)) double sum_row(const float *row, int64_t length, int term) {
     int64_t i = 0;
     double total = 0.0;
-#if defined(__GNUC__) || defined(__clang__)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__wasm__) /* not on wasm, for the page's bytes */
     typedef float quad_f __attribute__((vector_size(16)));
     typedef double quad_d __attribute__((vector_size(32)));
     typedef int64_t quad_i __attribute__((vector_size(32)));

@@ -105,11 +105,13 @@ static void run_to_bool(const ep_node *n, int32_t kind, int64_t count) {
         return;
     }
     int positive = ep_param_f32(n, 1) != 0.0f, negative = ep_param_f32(n, 2) != 0.0f;
-    if (n->in[0]->dtype == EP_F32 && kind == U_IS_NA_N) { /* a loop that vectorizes (minilm's masks: 6 ns a value) */
+#ifndef __wasm__ /* a loop that vectorizes (minilm's masks: 6 ns a value); not on wasm, for the page's bytes */
+    if (n->in[0]->dtype == EP_F32 && kind == U_IS_NA_N) {
         const float *x = (const float *)n->in[0]->data;
         for (int64_t i = 0; i < count; i++) y[i] = (uint8_t)(x[i] != x[i]);
         return;
     }
+#endif
     for (int64_t i = 0; i < count; i++) {
         double v = ep_load_real(n->in[0]->data, n->in[0]->dtype, i);
         int infinite = v > 1.7976931348623157e308 ? positive : (v < -1.7976931348623157e308 && negative);
@@ -143,11 +145,11 @@ static void erf_or_gelu_f32(int gelu, const float *x, float *y, int64_t count) {
     for (; i < count; i++) y[i] = gelu ? unary_f32(U_GELU, x[i], 0.0f, 0.0f) : ep_erff(x[i]);
 }
 
-/* log, EP_VW_LANES at a time (ep_log_wide), the last few through a vector padded with ones: each element alike,
-   and one copy of the vector code (the wasm core's bytes). One by one (ep_logf, in double), basic-pitch's Log of
-   172 x 309 took 20 ns a value. */
+#if defined(EP_VECTOR_MATH) && !defined(__wasm__)
+/* log, EP_VW_LANES at a time (ep_log_wide), the last few through a vector padded with ones: each element alike.
+   One by one (ep_logf, in double), basic-pitch's Log of 172 x 309 took 20 ns a value. Native builds only: the wasm
+   core takes ep_logf (2 KB less on every page with a Unary op). */
 static void log_f32(const float *x, float *y, int64_t count) {
-#ifdef EP_VECTOR_MATH
     for (int64_t i = 0; i < count; i += EP_VW_LANES) {
         float last[EP_VW_LANES];
         int64_t n = count - i < EP_VW_LANES ? count - i : EP_VW_LANES;
@@ -166,10 +168,8 @@ static void log_f32(const float *x, float *y, int64_t count) {
             __builtin_memcpy(y + i, &v, sizeof v);
         }
     }
-#else
-    for (int64_t i = 0; i < count; i++) y[i] = ep_logf(x[i]);
-#endif
 }
+#endif
 
 /* GELU's tanh form, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3), as x times the logistic function
    of 2u (the same function), EP_VW_LANES at a time; the rest one by one. Through tanh's lanes (a Taylor series and
@@ -230,8 +230,9 @@ static void float_unary_task(void *arg, int32_t worker, int64_t index) {
     case U_EXP:
         for (int64_t i = 0; i < count; i++) y[i] = ep_expf(x[i]);
         break;
+#if defined(EP_VECTOR_MATH) && !defined(__wasm__) /* loops of their own for native builds; on wasm the shared one,
+                                                       for the page's bytes */
     case U_LOG: log_f32(x, y, count); break;
-#ifndef __wasm__ /* loops of their own (vectorized) for native builds; on wasm the shared one, for the page's bytes */
     case U_SQRT:
         for (int64_t i = 0; i < count; i++) y[i] = __builtin_sqrtf(x[i]);
         break;

@@ -12,7 +12,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgepack.compiler.emitters.nn_ops import NARROW_POSITIONS, PREPACKED_COLUMNS, packed_panels
+from edgepack.compiler.emitters.nn_ops import (
+    NARROW_POSITIONS,
+    PACKED_PHASE_OUTPUTS,
+    PACKED_PHASE_TAPS,
+    PREPACKED_COLUMNS,
+    packed_panels,
+)
 from edgepack.compiler.lower import lower_to_plan
 from edgepack.runtime.native import epk
 from edgepack.runtime.native.binding import NativeError, NativeSession
@@ -248,7 +254,16 @@ def test_loader_refuses_panel_scales_per_axis() -> None:
     assert "scales blocked along K" in str(caught.value)
 
 
-def test_the_narrow_conv_bound_is_conv_c_s() -> None:
-    """The plan sizes a conv's scratch for dot products where conv.c runs them: both read one bound."""
+def test_the_copied_stride_two_panel_bounds_are_conv_c_s() -> None:
+    """The plan sizes a stride-2 conv's scratch for a copied panel where conv.c copies one: both read one bound (a
+    core copying where the plan did not size for it refuses the plan)."""
     source = (NATIVE / "kernels" / "conv.c").read_text()
-    assert re.search(r"^#define NARROW_POSITIONS (\d+)$", source, re.MULTILINE).group(1) == str(NARROW_POSITIONS)
+    for name, value in (("PACKED_PHASE_TAPS", PACKED_PHASE_TAPS), ("PACKED_PHASE_OUTPUTS", PACKED_PHASE_OUTPUTS)):
+        assert re.search(rf"^#define {name} (\d+)$", source, re.MULTILINE).group(1) == str(value)
+
+
+def test_the_narrow_conv_bound_is_conv_h_s() -> None:
+    """The plan sizes a conv's scratch for dot products where the core runs them: both read one bound."""
+    source = (NATIVE / "kernels" / "conv.h").read_text()
+    assert re.search(r"^#define EP_CONV_NARROW_POSITIONS (\d+)$", source, re.MULTILINE).group(1) == \
+        str(NARROW_POSITIONS)

@@ -33,8 +33,8 @@ def test_sample_matches_reference_on_wasm(name: str) -> None:
 def test_wasm_core_is_small_and_imports_nothing() -> None:
     """The whole core, every kernel of the op contract, stays under 200 KB: 188 KB on 2026-11-27, when its hot
     kernels went to -O2 and the rest to -Os (WASM_OPTIMIZATION; 299 KB at -O3 throughout, with Int8MatMul and
-    quantized PackedMatMul weights); 199 KB on 2026-11-29, with vector Log, erf and Reduce and Pad a row at a
-    time. No bundle ships it: each ships a core of its plans' kernels only (the test below)."""
+    quantized PackedMatMul weights); 195 KB on 2026-11-29. No bundle ships it: each ships a core of its plans'
+    kernels only (the test below)."""
     module = wasm_core().read_bytes()
     assert module[:4] == b"\0asm"
     assert len(module) < 200_000

@@ -57,7 +57,12 @@ class Figures:
 def command(target: str) -> list[str]:
     if target == "manifest":
         return [sys.executable, str(FUZZ / "bundle_fuzz.py")]
-    return [str(libfuzzer(run=target == "epk-run"))]
+    return [str(libfuzzer())]
+
+
+def environment(target: str, work: Path) -> dict[str, str]:
+    """The run's own TMPDIR, and for `epk-run`, EP_FUZZ_RUN (the one fuzzer binary then runs each accepted plan)."""
+    return {**os.environ, "TMPDIR": str(work), **({"EP_FUZZ_RUN": "1"} if target == "epk-run" else {})}
 
 
 def seed(target: str, corpus: Path) -> None:
@@ -79,7 +84,7 @@ def run(target: str, executions: int, work: Path) -> Figures:
     artifacts.mkdir()
     proc = subprocess.run([*command(target), f"-runs={executions}", f"-max_len={MAX_LEN[target]}",
                            "-print_final_stats=1", "-timeout=20", f"-artifact_prefix={artifacts}/", str(corpus)],
-                          capture_output=True, text=True, cwd=work, env={**os.environ, "TMPDIR": str(work)})
+                          capture_output=True, text=True, cwd=work, env=environment(target, work))
     log = proc.stderr
     final = re.findall(r"cov: (\d+) ft: (\d+) corp: (\d+)", log)
     cov, ft, size = map(int, final[-1]) if final else (0, 0, 0)
@@ -97,7 +102,8 @@ def update_corpus(target: str, work: Path) -> None:
     kept = FUZZ / "corpus" / ("epk" if target.startswith("epk") else target)
     kept.mkdir(parents=True, exist_ok=True)
     subprocess.run([*command(target), "-merge=1", f"-max_len={MAX_LEN[target]}", str(kept),
-                    str(work / target / "corpus")], capture_output=True, text=True, cwd=work, check=True)
+                    str(work / target / "corpus")], capture_output=True, text=True, cwd=work, check=True,
+                   env=environment(target, work))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import platformdirs
@@ -84,29 +85,39 @@ def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: 
     """Compiles the core (plus `extra_sources`) once into `cache_root()/name-<hash>`, atomically; with `kernels`
     (op enum name -> kernel symbol), its registry holds only those, and `core_files` (the core's sources those
     kernels need) replace the whole core's; with `file_flags`, each source (by its path under the core's root) is
-    compiled on its own with those flags added, and the objects are linked."""
+    compiled with those flags added. Each source is compiled on its own, in parallel, into an object kept by
+    `compiled_object` (cores that differ only in their kernels share all but their registry's), and the objects
+    are linked with `flags` and `output_flags`."""
     cc = cc or compiler()
     files = (sources() if core_files is None else core_files) + extra_sources
-    all_flags = [*STRICT, *flags, *output_flags]
     compiled = [path.relative_to(NATIVE).as_posix() for path in files] + [REGISTRY]
     per_file = None if file_flags is None else [f"{path}: {' '.join(file_flags(path))}" for path in compiled]
-    target = cache_root() / f"{name}-{_key(files, all_flags, cc, kernels, per_file)}"
+    target = cache_root() / f"{name}-{_key(files, [*STRICT, *flags, *output_flags], cc, kernels, per_file)}"
 
     def make(temporary: Path) -> None:
         source_root = temporary.parent / "src"
         staged = stage_sources(source_root, files, kernels)
-        include = f"-I{source_root}"
-        if file_flags is None:
-            _compile([cc, *all_flags, include, "-o", str(temporary), *map(str, staged)])
-            return
-        objects = []
-        for index, source in enumerate(staged):
-            objects.append(str(temporary.parent / f"{index}.o"))
-            _compile([cc, *STRICT, *flags, *file_flags(source.relative_to(source_root).as_posix()), include,
-                      "-c", "-o", objects[-1], str(source)])
-        _compile([cc, *flags, *output_flags, "-o", str(temporary), *objects])
+
+        def compile_one(source: Path) -> str:
+            added = file_flags(source.relative_to(source_root).as_posix()) if file_flags else []
+            return str(compiled_object([cc, *STRICT, *flags, *added], source, source_root))
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            objects = list(pool.map(compile_one, staged))
+        _compile([cc, *flags, *output_flags, "-o", str(temporary), *objects], where=f"linking {name}")
 
     return cached(target, make)
+
+
+def compiled_object(command: list[str], source: Path, source_root: Path) -> Path:
+    """`source` (staged under `source_root`) compiled by `command` (the compiler and its flags) into an object,
+    kept in `cache_root()/objects` under a hash of the command, the source and every header staged beside it."""
+    digest = hashlib.sha256("\0".join(command).encode() + b"\0" + source.read_bytes())
+    for header in sorted(source_root.rglob("*.h")):
+        digest.update(header.relative_to(source_root).as_posix().encode() + b"\0" + header.read_bytes())
+    target = cache_root() / "objects" / f"{source.stem}-{digest.hexdigest()[:20]}.o"
+    return cached(target, lambda temporary: _compile([*command, f"-I{source_root}", "-c", "-o", str(temporary),
+                                                      str(source)], where=source.relative_to(source_root).as_posix()))
 
 
 def cached(target: Path, make: Callable[[Path], None]) -> Path:
@@ -122,11 +133,11 @@ def cached(target: Path, make: Callable[[Path], None]) -> Path:
     return target
 
 
-def _compile(command: list[str]) -> None:
+def _compile(command: list[str], where: str) -> None:
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         raise EdgepackError(f"building the runtime core failed: {proc.stderr.strip()[:2000]}",
-                            where=" ".join(command[:6]), fix="check the C compiler, or report the error")
+                            where=where, fix="check the C compiler, or report the error")
 
 
 POOL = NATIVE / "pool" / "ep_pool.c"
@@ -140,8 +151,8 @@ def release_flags(march: str) -> list[str]:
 
 def shared_library(march: str = "native") -> Path:
     """The host library (`-O3 -march=MARCH`, with the thread pool); the `cpu` provider's is -march=native."""
-    return build("libedgepack.so" if march == "native" else f"libedgepack-{march}.so", [POOL], release_flags(march),
-                 ["-shared", "-fPIC", "-pthread"])
+    return build("libedgepack.so" if march == "native" else f"libedgepack-{march}.so", [POOL],
+                 [*release_flags(march), "-fPIC"], ["-shared", "-pthread"])
 
 
 def core_kind(march: str = "native") -> str:
@@ -157,8 +168,8 @@ def forced_winograd_library(choice: int, march: str = "native") -> Path:
     """The host library (without the pool) for -march=MARCH compiled to run every 3x3 stride-1 conv it may as
     Winograd (`choice` 1) or none (0), whatever the kernel selection table says: for plans lowered in
     `kernel_choice.winograd_everywhere()`."""
-    return build(f"libedgepack-winograd{choice}-{march}.so", [], [*release_flags(march), f"-D{FORCE_MACRO}={choice}"],
-                 ["-shared", "-fPIC"])
+    return build(f"libedgepack-winograd{choice}-{march}.so", [],
+                 [*release_flags(march), f"-D{FORCE_MACRO}={choice}", "-fPIC"], ["-shared"])
 
 
 RUNNER = [NATIVE / "cli" / "ep_run.c", NATIVE / "cli" / "npy.c", POOL]
@@ -266,14 +277,13 @@ LIBFUZZER = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address,
              "-fno-sanitize-recover=all"]
 
 
-def libfuzzer(run: bool = False) -> Path:
+def libfuzzer() -> Path:
     """The coverage-guided fuzzer of the plan loader (libFuzzer, with AddressSanitizer and
-    UndefinedBehaviorSanitizer), built with clang; with `run`, it also runs every plan the loader accepts."""
+    UndefinedBehaviorSanitizer), built with clang; with EP_FUZZ_RUN set, it also runs every plan the loader accepts."""
     if not shutil.which("clang"):
         raise EdgepackError("clang is needed to build the libFuzzer target",
                             fix="apt-get install clang libclang-rt-dev")
-    return build("ep_libfuzzer-run" if run else "ep_libfuzzer-load", [NATIVE / "cli" / "ep_libfuzzer.c"],
-                 LIBFUZZER + (["-DEP_FUZZ_RUN"] if run else []), [], cc="clang")
+    return build("ep_libfuzzer", [NATIVE / "cli" / "ep_libfuzzer.c"], LIBFUZZER, [], cc="clang")
 
 
 def fuzzer() -> Path:

@@ -1,7 +1,7 @@
-/* libFuzzer target of the plan loader (and, built with -DEP_FUZZ_RUN, the executor): each input is a plan. It is
-   copied to aligned memory and opened; every input and output the core then reports must lie in the arena (their
-   bytes are written); with EP_FUZZ_RUN an accepted plan is also run once on inputs filled from the plan's first
-   byte. A refusal or a failed run must come with a message. Built with -fsanitize=fuzzer,address,undefined
+/* libFuzzer target of the plan loader (and, with EP_FUZZ_RUN set in the environment, the executor): each input is a
+   plan. It is copied to aligned memory and opened; every input and output the core then reports must lie in the arena
+   (their bytes are written); with EP_FUZZ_RUN an accepted plan is also run once on inputs filled from the plan's first
+   byte. One binary serves both targets (the sanitized build of the whole core is the costly part). A refusal or a failed run must come with a message. Built with -fsanitize=fuzzer,address,undefined
    (runtime/native/build.py: libfuzzer()): any report aborts. */
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +10,12 @@
 
 #define MAX_MEMORY ((size_t)1 << 20)
 
+static int runs_plans = -1;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *plan = aligned_alloc(EP_MEMORY_ALIGN, (size + EP_MEMORY_ALIGN) / EP_MEMORY_ALIGN * EP_MEMORY_ALIGN);
     if (!plan) return 0;
+    if (runs_plans < 0) runs_plans = getenv("EP_FUZZ_RUN") != 0;
     if (size) memcpy(plan, data, size);
     size_t needed = 0;
     if (ep_required_bytes(plan, size, &needed) == EP_OK && needed <= MAX_MEMORY) {
@@ -28,13 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (ep_output(session, i, &info) == EP_OK) memset(info.data, 0, info.bytes);
                 if (ep_output_index(session, info.name, info.name_len) < 0) abort(); /* its own name finds it */
             }
-#ifdef EP_FUZZ_RUN
-            for (size_t i = 0; i < ep_input_count(session); i++) {
-                ep_tensor_info info;
-                if (ep_input(session, i, &info) == EP_OK) memset(info.data, size ? data[0] & 1 : 0, info.bytes);
+            if (runs_plans) {
+                for (size_t i = 0; i < ep_input_count(session); i++) {
+                    ep_tensor_info info;
+                    if (ep_input(session, i, &info) == EP_OK) memset(info.data, size ? data[0] & 1 : 0, info.bytes);
+                }
+                if (ep_run(session) != EP_OK && ep_error(session)[0] == 0) abort(); /* a failed run must say why */
             }
-            if (ep_run(session) != EP_OK && ep_error(session)[0] == 0) abort(); /* a failed run must say why */
-#endif
         } else if (memory && ep_open_error(memory, needed)[0] == 0) {
             abort(); /* a refusal must say why */
         }

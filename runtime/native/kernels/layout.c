@@ -142,7 +142,9 @@ static ep_status run_transpose(const ep_node *n, const ep_context *c) {
     for (int64_t o = 0; o < y->count; o += last) {
         int64_t offset = 0;
         for (int32_t i = 0; i + 1 < rank; i++) offset += counter[i] * strides[i];
-        if (size == 4) {
+        if (last_stride == 1) { /* the last axis kept: a whole row at a time (was a value at a time) */
+            ep_memcpy(dst + (size_t)o * size, src + (size_t)offset * size, (size_t)last * size);
+        } else if (size == 4) {
             const float *s = (const float *)(const void *)src + offset;
             float *d = (float *)(void *)dst + o;
             for (int64_t k = 0; k < last; k++) d[k] = s[k * last_stride];

@@ -1,6 +1,7 @@
 """Transpose on the `cpu` provider against numpy, exactly: 4-byte elements whose output's last axis is not the
 input's move in tiles (sizes off the tile, several outer axes, axes of 1), and so do pairs of 4-byte values kept
-as the last axis (8-byte elements); other sizes element by element."""
+as the last axis (8-byte elements); a last axis kept otherwise is copied a row at a time, and other sizes move element
+by element."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ CASES = {
     "trailing axis of one": ((1, 40, 24, 1), (0, 2, 1, 3)),
     "merged neighbours": ((3, 4, 5, 6), (2, 3, 0, 1)),
     "last axis kept": ((6, 7, 9), (1, 0, 2)),
+    "attention heads apart": ((1, 40, 6, 16), (0, 2, 1, 3)),
     "pairs kept last": ((1, 17, 40, 2), (0, 2, 1, 3)),
     "pairs kept last, three axes": ((3, 5, 7, 2), (2, 0, 1, 3)),
 }

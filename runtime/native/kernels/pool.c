@@ -422,14 +422,15 @@ static void pool_output_row(const pool_geometry *g, const pool_layout *l, pool_w
 }
 
 #ifndef __wasm__
-/* Whether a 2-D max pool's windows tile its input (ep_max_pool_tiles): kernel = stride, undilated, unpadded. Not in
-   the wasm core, for the page's bytes (PP-OCR rec's threaded page is within 1 KB of its budget). */
+/* Whether a 2-D max or average pool's windows tile its input (ep_pool_tiles): kernel = stride, undilated, unpadded
+   (an average's count is then its window's, padding counted or not). Not in the wasm core, for the page's bytes
+   (PP-OCR rec's threaded page is within 1 KB of its budget). */
 static int tiles_exactly(const pool_geometry *g, const pool_layout *l, const ep_tensor *y) {
     for (int i = 0; i < 2; i++)
         if (g->kernel[i] != g->stride[i] || g->dilation[i] != 1 || g->begin[i] || g->end[i] ||
             y->dims[2 + i] * g->kernel[i] > l->size[i])
             return 0;
-    return g->kind == KIND_MAX;
+    return g->kind == KIND_MAX || g->kind == KIND_AVERAGE;
 }
 #endif
 
@@ -454,8 +455,8 @@ static ep_status run_pool(const ep_node *n, const ep_context *c) {
     if (n->n_out == 1 && g.nd == 2 && g.kind != KIND_LP && x->dtype == EP_F32) {
 #ifndef __wasm__
         if (tiles_exactly(&g, &l, y))
-            ep_max_pool_tiles((const float *)x->data, (float *)y->data, planes, l.size[0], l.size[1], g.kernel[0],
-                              g.kernel[1], y->dims[2], y->dims[3]);
+            ep_pool_tiles(g.kind == KIND_MAX, (const float *)x->data, (float *)y->data, planes, l.size[0], l.size[1],
+                          g.kernel[0], g.kernel[1], y->dims[2], y->dims[3]);
         else
 #endif
             pool_2d_f32(&g, &l, (const float *)x->data, (float *)y->data, planes, y->dims[2], y->dims[3]);

@@ -1,7 +1,7 @@
-/* Pools that need no window geometry, plane by plane: global pools, and max pools whose windows tile the plane
-   (kernel = stride, no padding or dilation: CNNs' 2x2 stride 2, and 1x2 along the width), each output row the
-   maximum of its window rows' column runs, in loops over the outputs that vectorize (oww-embedding's five such
-   pools took 0.26 ms through the general 2-D path, 0.05 ms here; Intel Xeon). */
+/* Pools that need no window geometry, plane by plane: global pools, and max and average pools whose windows tile the
+   plane (kernel = stride, no padding or dilation: CNNs' 2x2 stride 2, 1x2 along the width, PP-OCR rec's 3x2), each
+   output row the maximum or the sum of its window rows' column runs, in loops over the outputs that vectorize
+   (oww-embedding's five max pools took 0.26 ms through the general 2-D path, 0.05 ms here; Intel Xeon). */
 #include "pool_planes.h"
 #include "vector_math.h"
 
@@ -65,10 +65,29 @@ static void row_maxima(const float *row, int64_t kw, int64_t ow, int first, floa
             out[ox] = first && kx == 0 ? row[ox * kw] : max_or_nan(row[ox * kw + kx], out[ox]);
 }
 
-void ep_max_pool_tiles(const float *x, float *y, int64_t planes, int64_t h, int64_t w, int64_t kh, int64_t kw,
-                       int64_t oh, int64_t ow) {
+/* out[ox] as the sum of the window row's kw columns from row + ox * kw (`first`), or that sum added to it: in the
+   order the general path sums a window (row by row, left to right). */
+static void row_sums(const float *row, int64_t kw, int64_t ow, int first, float *out) {
+    for (int64_t kx = 0; kx < kw; kx++) {
+        if (first && kx == 0)
+            for (int64_t ox = 0; ox < ow; ox++) out[ox] = row[ox * kw];
+        else
+            for (int64_t ox = 0; ox < ow; ox++) out[ox] += row[ox * kw + kx];
+    }
+}
+
+void ep_pool_tiles(int is_max, const float *x, float *y, int64_t planes, int64_t h, int64_t w, int64_t kh,
+                   int64_t kw, int64_t oh, int64_t ow) {
+    float count = (float)(kh * kw);
     for (int64_t q = 0; q < planes; q++)
-        for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ky = 0; ky < kh; ky++)
-                row_maxima(x + (q * h + oy * kh + ky) * w, kw, ow, ky == 0, y + (q * oh + oy) * ow);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            float *out = y + (q * oh + oy) * ow;
+            for (int64_t ky = 0; ky < kh; ky++) {
+                const float *row = x + (q * h + oy * kh + ky) * w;
+                if (is_max) row_maxima(row, kw, ow, ky == 0, out);
+                else row_sums(row, kw, ow, ky == 0, out);
+            }
+            if (!is_max)
+                for (int64_t ox = 0; ox < ow; ox++) out[ox] /= count;
+        }
 }

@@ -1,5 +1,5 @@
-/* Pools that need no window geometry, plane by plane (pool_planes.c): global pools, and max pools whose windows tile
-   the plane. */
+/* Pools that need no window geometry, plane by plane (pool_planes.c): global pools, and max and average pools whose
+   windows tile the plane. */
 #ifndef EP_POOL_PLANES_H
 #define EP_POOL_PLANES_H
 
@@ -12,9 +12,9 @@ static inline float max_or_nan(float v, float acc) { return ((v > acc) | (v != v
 /* The max (is_max) or the mean of each of `planes` planes of `size` floats at in, into out. */
 void ep_global_pool(int is_max, const float *in, float *out, int64_t planes, int64_t size);
 
-/* `planes` planes of h x w at x, max-pooled by kh x kw windows with stride kh x kw (oh * kh <= h, ow * kw <= w) into
-   planes of oh x ow at y. */
-void ep_max_pool_tiles(const float *x, float *y, int64_t planes, int64_t h, int64_t w, int64_t kh, int64_t kw,
-                       int64_t oh, int64_t ow);
+/* `planes` planes of h x w at x, max-pooled (is_max) or average-pooled by kh x kw windows with stride kh x kw
+   (oh * kh <= h, ow * kw <= w) into planes of oh x ow at y. */
+void ep_pool_tiles(int is_max, const float *x, float *y, int64_t planes, int64_t h, int64_t w, int64_t kh,
+                   int64_t kw, int64_t oh, int64_t ow);
 
 #endif

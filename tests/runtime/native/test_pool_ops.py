@@ -117,9 +117,10 @@ def test_global_max_keeps_a_nan_of_any_lane() -> None:
     assert np.isnan(ours[0]) and np.isnan(ours[1]) and ours[2] == x[0, 2].max()
 
 
-TILING = [([2, 2], [1, 3, 10, 34]), ([1, 2], [2, 4, 5, 16]), ([3, 3], [1, 2, 11, 17]), ([2, 1], [1, 3, 9, 7])]
-"""Max pools whose windows tile the plane (kernel = stride: pool_planes.c): 2x2 and 1x2 (pairs of columns), 3x3 and 2x1
-(any other width), over planes whose last rows and columns no window reaches."""
+TILING = [([2, 2], [1, 3, 10, 34]), ([1, 2], [2, 4, 5, 16]), ([3, 3], [1, 2, 11, 17]), ([2, 1], [1, 3, 9, 7]),
+          ([3, 2], [1, 5, 3, 81])]
+"""Pools whose windows tile the plane (kernel = stride: pool_planes.c): 2x2 and 1x2 (pairs of columns), 3x3, 2x1 and
+PP-OCR rec's 3x2 (any other width), over planes whose last rows and columns no window reaches."""
 
 
 @pytest.mark.parametrize(("kernel", "shape"), TILING, ids=[f"{k[0]}x{k[1]}" for k, _ in TILING])
@@ -137,6 +138,14 @@ def test_max_pool_windows_that_tile_the_plane(kernel: list[int], shape: list[int
     assert np.isnan(with_nan[window])
     with_nan[window] = expected[window]
     np.testing.assert_array_equal(with_nan, expected)
+
+
+@pytest.mark.parametrize("include_pad", [0, 1])
+@pytest.mark.parametrize(("kernel", "shape"), TILING, ids=[f"{k[0]}x{k[1]}" for k, _ in TILING])
+def test_average_pool_windows_that_tile_the_plane(kernel: list[int], shape: list[int], include_pad: int) -> None:
+    """Against onnxruntime, each window summed in the general path's order and divided by its count."""
+    x = floats(*shape) * 100
+    check("AveragePool", x, 1, kernel_shape=kernel, strides=kernel, count_include_pad=include_pad)
 
 
 @pytest.mark.parametrize("order", [0, 1])

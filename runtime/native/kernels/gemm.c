@@ -156,7 +156,8 @@ static void clamp(ep_v8 *v, float low, float high) {
     *v = select_where(*v > ep_splat(high), ep_splat(high), *v);
 }
 
-/* The epilogue on 8 lanes for the activations that need no transcendental; 0 when it does not apply. */
+/* The epilogue on a vector for the activations that need no transcendental, and for the logistic function and Swish
+   where the vector is as wide as vector_math.h's widest (not on wasm); 0 when it does not apply. */
 static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
     switch (act) {
     case EP_ACT_NONE: return 1;
@@ -175,6 +176,18 @@ static int activate_vector(int32_t act, ep_v8 *v, float a, float b) {
         clamp(v, 0.0f, 1.0f);
         return 1;
     case EP_ACT_LEAKY_RELU: *v = select_where(*v < ep_splat(0.0f), *v * ep_splat(a), *v); return 1;
+#if defined(EP_VECTOR_MATH) && EP_VW_LANES == EP_GEMM_LANES
+    case EP_ACT_SIGMOID:
+    case EP_ACT_SWISH: { /* sigmoid_row's lanes, in registers: the same values, without a store, a call and a reload */
+        ep_vw t;
+        __builtin_memcpy(&t, v, sizeof t);
+        ep_sigmoid_wide(&t);
+        ep_v8 gate;
+        __builtin_memcpy(&gate, &t, sizeof gate);
+        *v = act == EP_ACT_SWISH ? *v * gate : gate;
+        return 1;
+    }
+#endif
     }
     return 0;
 }

@@ -392,25 +392,30 @@ def test_max_pool_paths_propagate_nan(attributes: dict[str, list[int]], width: i
     np.testing.assert_array_equal(actual, expected)
 
 
-def product_then_sigmoid(op: str) -> onnx.ModelProto:
-    """A 1x1 Conv (8 to 40 channels over 9x11 positions) or a MatMul (40x64 by 64x70) whose Sigmoid folds into it."""
+def product_then_sigmoid(op: str, gated: bool = False) -> onnx.ModelProto:
+    """A 1x1 Conv (8 to 40 channels over 9x11 positions) or a MatMul (40x64 by 64x70) whose Sigmoid folds into it, or
+    (`gated`) whose Swish does: the product times its Sigmoid."""
     rng = np.random.default_rng(len(op))
     if op == "Conv":
         shape, weights = [1, 8, 9, 11], {"w": rng.standard_normal((40, 8, 1, 1)).astype(np.float32)}
     else:
         shape, weights = [1, 40, 64], {"w": rng.standard_normal((64, 70)).astype(np.float32) * 0.2}
-    graph = helper.make_graph([helper.make_node(op, ["x", "w"], ["p"]), helper.make_node("Sigmoid", ["p"], ["y"])],
-                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+    nodes = [helper.make_node(op, ["x", "w"], ["p"]), helper.make_node("Sigmoid", ["p"], ["s" if gated else "y"])]
+    if gated:
+        nodes.append(helper.make_node("Mul", ["p", "s"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(v, k) for k, v in weights.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+@pytest.mark.parametrize("gated", [False, True], ids=["Sigmoid", "Swish"])
 @pytest.mark.parametrize("op", ["Conv", "MatMul"])
-def test_a_sigmoid_folded_into_a_product_covers_whole_panels_and_the_rest(op: str) -> None:
-    """The product's tiles of whole panels store their sums in vectors and then take the Sigmoid a row at a time;
-    99 positions (or 70 columns) leave a partial panel too, stored through the scalar tile."""
-    model = product_then_sigmoid(op)
+def test_a_sigmoid_folded_into_a_product_covers_whole_panels_and_the_rest(op: str, gated: bool) -> None:
+    """The product's tiles of whole panels take the Sigmoid (or Swish) on their sums in vectors before storing them;
+    99 positions (or 70 columns) leave a partial panel too, stored through the scalar tile and activated a row at a
+    time (the same lanes' function)."""
+    model = product_then_sigmoid(op, gated)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     assert [o.kind for o in lower_to_plan(model, {"x": shape}).ops] == [op if op == "Conv" else "PackedMatMul"]
     check(model, np.random.default_rng(5).standard_normal(shape).astype(np.float32))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -109,10 +110,18 @@ def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: 
     return cached(target, make)
 
 
+@functools.cache
+def compiler_identity(cc: str) -> str:
+    """The first line `cc --version` prints (its name and version), or "" where it prints none."""
+    proc = subprocess.run([cc, "--version"], capture_output=True, text=True)
+    return proc.stdout.partition("\n")[0]
+
+
 def compiled_object(command: list[str], source: Path, source_root: Path) -> Path:
     """`source` (staged under `source_root`) compiled by `command` (the compiler and its flags) into an object,
-    kept in `cache_root()/objects` under a hash of the command, the source and every header staged beside it."""
-    digest = hashlib.sha256("\0".join(command).encode() + b"\0" + source.read_bytes())
+    kept in `cache_root()/objects` under a hash of the compiler's version, the command, the source and every header
+    staged beside it (an upgraded compiler compiles afresh rather than link its objects with the old one's)."""
+    digest = hashlib.sha256("\0".join([compiler_identity(command[0]), *command]).encode() + b"\0" + source.read_bytes())
     for header in sorted(source_root.rglob("*.h")):
         digest.update(header.relative_to(source_root).as_posix().encode() + b"\0" + header.read_bytes())
     target = cache_root() / "objects" / f"{source.stem}-{digest.hexdigest()[:20]}.o"

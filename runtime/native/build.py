@@ -98,10 +98,11 @@ def build(name: str, extra_sources: list[Path], flags: list[str], output_flags: 
     def make(temporary: Path) -> None:
         source_root = temporary.parent / "src"
         staged = stage_sources(source_root, files, kernels)
+        headers = staged_headers(source_root)
 
         def compile_one(source: Path) -> str:
             added = file_flags(source.relative_to(source_root).as_posix()) if file_flags else []
-            return str(compiled_object([cc, *STRICT, *flags, *added], source, source_root))
+            return str(compiled_object([cc, *STRICT, *flags, *added], source, source_root, headers))
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             objects = list(pool.map(compile_one, staged))
@@ -117,13 +118,21 @@ def compiler_identity(cc: str) -> str:
     return proc.stdout.partition("\n")[0]
 
 
-def compiled_object(command: list[str], source: Path, source_root: Path) -> Path:
-    """`source` (staged under `source_root`) compiled by `command` (the compiler and its flags) into an object,
-    kept in `cache_root()/objects` under a hash of the compiler's version, the command, the source and every header
-    staged beside it (an upgraded compiler compiles afresh rather than link its objects with the old one's)."""
-    digest = hashlib.sha256("\0".join([compiler_identity(command[0]), *command]).encode() + b"\0" + source.read_bytes())
+def staged_headers(source_root: Path) -> str:
+    """A hash of every header staged under `source_root` (paths and contents): what any of its sources may include."""
+    digest = hashlib.sha256()
     for header in sorted(source_root.rglob("*.h")):
         digest.update(header.relative_to(source_root).as_posix().encode() + b"\0" + header.read_bytes())
+    return digest.hexdigest()
+
+
+def compiled_object(command: list[str], source: Path, source_root: Path, headers: str) -> Path:
+    """`source` (staged under `source_root`, whose headers hash to `headers`: staged_headers) compiled by `command`
+    (the compiler and its flags) into an object, kept in `cache_root()/objects` under a hash of the compiler's
+    version, the command, the source and the headers (an upgraded compiler compiles afresh rather than link its
+    objects with the old one's)."""
+    digest = hashlib.sha256("\0".join([compiler_identity(command[0]), *command, headers]).encode() + b"\0" +
+                            source.read_bytes())
     target = cache_root() / "objects" / f"{source.stem}-{digest.hexdigest()[:20]}.o"
     return cached(target, lambda temporary: _compile([*command, f"-I{source_root}", "-c", "-o", str(temporary),
                                                       str(source)], where=source.relative_to(source_root).as_posix()))

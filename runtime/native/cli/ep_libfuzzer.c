@@ -1,8 +1,9 @@
 /* libFuzzer target of the plan loader (and, with EP_FUZZ_RUN set in the environment, the executor): each input is a
    plan. It is copied to aligned memory and opened; every input and output the core then reports must lie in the arena
    (their bytes are written); with EP_FUZZ_RUN an accepted plan is also run once on inputs filled from the plan's first
-   byte. One binary serves both targets (the sanitized build of the whole core is the costly part). A refusal or a failed run must come with a message. Built with -fsanitize=fuzzer,address,undefined
-   (runtime/native/build.py: libfuzzer()): any report aborts. */
+   byte. One binary serves both targets (the sanitized build of the whole core is the costly part), the environment
+   read once, at libFuzzer's initialization. A refusal or a failed run must come with a message. Built with
+   -fsanitize=fuzzer,address,undefined (runtime/native/build.py: libfuzzer()): any report aborts. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +11,18 @@
 
 #define MAX_MEMORY ((size_t)1 << 20)
 
-static int runs_plans = -1;
+static int runs_plans;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    runs_plans = getenv("EP_FUZZ_RUN") != 0;
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *plan = aligned_alloc(EP_MEMORY_ALIGN, (size + EP_MEMORY_ALIGN) / EP_MEMORY_ALIGN * EP_MEMORY_ALIGN);
     if (!plan) return 0;
-    if (runs_plans < 0) runs_plans = getenv("EP_FUZZ_RUN") != 0;
     if (size) memcpy(plan, data, size);
     size_t needed = 0;
     if (ep_required_bytes(plan, size, &needed) == EP_OK && needed <= MAX_MEMORY) {

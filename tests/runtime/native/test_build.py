@@ -23,7 +23,8 @@ def staged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def compile_scale(root: Path, flags: list[str]) -> Path:
-    return build.compiled_object([build.compiler(), *build.STRICT, *flags], root / "kernels" / "scale.c", root)
+    return build.compiled_object([build.compiler(), *build.STRICT, *flags], root / "kernels" / "scale.c", root,
+                                 build.staged_headers(root))
 
 
 def test_an_object_is_kept_and_remade_only_when_its_source_a_header_or_a_flag_changes(staged: Path) -> None:
